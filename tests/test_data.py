@@ -1,0 +1,305 @@
+"""vitcourse.data: Fashion-MNIST offline from the shipped archives, the other datasets' code paths
+on small files in torchvision's on-disk format written here, and the offline error."""
+
+import gzip
+import hashlib
+import http.server
+import pickle
+import shutil
+import socket
+import struct
+import tarfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from torchvision import datasets, transforms
+
+from vitcourse import data
+from vitcourse.data import (
+    DatasetNotFoundError,
+    dataset_info,
+    denormalize,
+    load_dataset,
+    make_loaders,
+    prepare_fashion_mnist,
+)
+
+SHIPPED = Path(__file__).resolve().parent.parent / "data" / "FashionMNIST" / "raw"
+
+
+# --- Fashion-MNIST, from the archives that ship in data/ -------------------------------------
+
+
+def test_shipped_archives_unpack_to_the_official_files(tmp_path):
+    raw = tmp_path / "FashionMNIST" / "raw"
+    raw.mkdir(parents=True)
+    for gz in SHIPPED.glob("*.gz"):
+        shutil.copy(gz, raw)
+    assert prepare_fashion_mnist(tmp_path) == raw
+    for name, md5 in data.FASHION_MNIST_MD5.items():
+        assert hashlib.md5((raw / name).read_bytes()).hexdigest() == md5
+    assert not list(raw.glob("*.tmp")), "no half-written files are left behind"
+
+
+@pytest.mark.parametrize("train, size", [(True, 60_000), (False, 10_000)])
+def test_fashion_mnist_loads_offline(train, size):
+    ds = load_dataset("fashion-mnist", train=train)
+    assert len(ds) == size
+    x, y = ds[0]
+    assert x.shape == (1, 28, 28) and x.dtype == torch.float32
+    assert isinstance(y, int)
+    assert set(ds.targets.tolist()) == set(range(10))
+    # Each class is a tenth of the split, as in the official release.
+    assert torch.bincount(ds.targets).tolist() == [size // 10] * 10
+
+
+def test_fashion_mnist_normalisation_statistics():
+    info = dataset_info("fashion-mnist")
+    ds = load_dataset("fashion-mnist", train=True)
+    pixels = ds.data.float() / 255
+    assert pixels.mean().item() == pytest.approx(info.mean[0], abs=1e-4)
+    assert pixels.std().item() == pytest.approx(info.std[0], abs=1e-4)
+    idx = torch.randperm(len(ds), generator=torch.Generator().manual_seed(0))[:3000]
+    x = torch.stack([ds[i][0] for i in idx.tolist()])
+    assert abs(x.mean().item()) < 0.03
+    assert abs(x.std().item() - 1) < 0.03
+
+
+def test_damaged_archive_is_named_in_the_error(tmp_path):
+    raw = tmp_path / "FashionMNIST" / "raw"
+    raw.mkdir(parents=True)
+    for gz in SHIPPED.glob("*.gz"):
+        shutil.copy(gz, raw)
+    with gzip.open(raw / "t10k-labels-idx1-ubyte.gz", "wb") as f:
+        f.write(b"not the labels")
+    with pytest.raises(DatasetNotFoundError, match="t10k-labels-idx1-ubyte.gz.*MD5"):
+        prepare_fashion_mnist(tmp_path)
+    assert not (raw / "t10k-labels-idx1-ubyte").exists()
+
+
+def test_damaged_unpacked_file_is_named_in_the_error(tmp_path):
+    raw = tmp_path / "FashionMNIST" / "raw"
+    raw.mkdir(parents=True)
+    (raw / "train-images-idx3-ubyte").write_bytes(b"truncated")
+    with pytest.raises(DatasetNotFoundError, match="train-images-idx3-ubyte is damaged"):
+        prepare_fashion_mnist(tmp_path)
+
+
+def test_archives_come_from_the_course_folder_when_root_has_none(tmp_path):
+    ds = load_dataset("fashion-mnist", train=False, root=tmp_path)
+    assert len(ds) == 10_000
+    assert (tmp_path / "FashionMNIST" / "raw" / "t10k-images-idx3-ubyte").exists()
+
+
+def test_unknown_dataset_lists_the_known_ones():
+    with pytest.raises(ValueError, match="unknown dataset 'imagenet'.*fashion-mnist.*cifar10"):
+        load_dataset("imagenet")
+    assert dataset_info("Fashion_MNIST").name == "fashion-mnist"
+
+
+# --- augmentation and loaders ------------------------------------------------------------------
+
+
+def _steps(ds):
+    return [type(t) for t in ds.transform.transforms]
+
+
+def test_augmentation_suits_each_dataset():
+    plain = load_dataset("fashion-mnist", train=False)
+    aug = load_dataset("fashion-mnist", train=False, augment=True)
+    assert transforms.RandomCrop not in _steps(plain)
+    assert _steps(aug)[:2] == [transforms.RandomCrop, transforms.RandomHorizontalFlip]
+    digits = data.image_transform("mnist", augment=True)
+    assert transforms.RandomHorizontalFlip not in [type(t) for t in digits.transforms]
+    torch.manual_seed(0)
+    a, b = aug[0][0], aug[0][0]
+    assert a.shape == (1, 28, 28) and not torch.equal(a, b), "augmentation draws anew each read"
+
+
+def test_make_loaders_splits_without_overlap_and_quick_sizes():
+    loaders = make_loaders("fashion-mnist", batch_size=64, seed=3)
+    train_idx = set(loaders.train.dataset.indices)
+    val_idx = set(loaders.val.dataset.indices)
+    assert not train_idx & val_idx
+    assert (len(train_idx), len(val_idx), len(loaders.test.dataset)) == data.QUICK_SIZES
+    assert transforms.RandomCrop in _steps(loaders.train.dataset.dataset)
+    assert transforms.RandomCrop not in _steps(loaders.val.dataset.dataset)
+    x, y = next(iter(loaders.train))
+    assert x.shape == (64, 1, 28, 28) and y.shape == (64,)
+    again = make_loaders("fashion-mnist", batch_size=64, seed=3)
+    assert again.val.dataset.indices == loaders.val.dataset.indices
+    other = make_loaders("fashion-mnist", batch_size=64, seed=4)
+    assert other.val.dataset.indices != loaders.val.dataset.indices
+
+
+def test_make_loaders_limit_and_bad_val_size():
+    loaders = make_loaders("fashion-mnist", limit=400, val_size=1000)
+    assert (len(loaders.train.dataset), len(loaders.val.dataset), len(loaders.test.dataset)) == (
+        400,
+        100,
+        100,
+    )
+    with pytest.raises(ValueError, match="val_size must be between 1 and 59999.*got 60000"):
+        make_loaders("fashion-mnist", val_size=60_000)
+
+
+def test_loader_settings_per_device():
+    assert data.loader_settings(torch.device("cpu")) == {"num_workers": 0}
+    cuda = data.loader_settings(torch.device("cuda"))
+    assert cuda["pin_memory"] and cuda["num_workers"] >= 1
+
+
+def test_denormalize_inverts_the_transform():
+    ds = load_dataset("fashion-mnist", train=False)
+    x = denormalize(ds[0][0], "fashion-mnist")
+    expected = transforms.ToTensor()(ds.data[0].numpy())
+    torch.testing.assert_close(x, expected, atol=1e-6, rtol=0)
+
+
+# --- MNIST and CIFAR: small files in torchvision's on-disk format ------------------------------
+
+
+def _write_idx(path: Path, array: np.ndarray) -> None:
+    kind = 0x08  # unsigned byte
+    header = struct.pack(">HBB", 0, kind, array.ndim) + struct.pack(f">{array.ndim}I", *array.shape)
+    path.write_bytes(header + array.astype(np.uint8).tobytes())
+
+
+def test_mnist_reads_torchvision_layout(tmp_path):
+    raw = tmp_path / "MNIST" / "raw"
+    raw.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    for split, n in (("train", 50), ("t10k", 20)):
+        _write_idx(raw / f"{split}-images-idx3-ubyte", rng.integers(0, 256, (n, 28, 28)))
+        _write_idx(raw / f"{split}-labels-idx1-ubyte", np.arange(n) % 10)
+    train = load_dataset("mnist", root=tmp_path)
+    test = load_dataset("mnist", train=False, root=tmp_path)
+    assert (len(train), len(test)) == (50, 20)
+    x, y = train[13]
+    assert x.shape == (1, 28, 28) and y == 3
+    assert x.min() < 0 < x.max()  # normalised, not raw pixels
+
+
+def _write_cifar(folder: Path, n_classes: int) -> dict[str, str]:
+    """Write tiny CIFAR pickles like the official ones; returns each file's MD5."""
+    folder.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    label_key = "labels" if n_classes == 10 else "fine_labels"
+    names = (
+        [
+            "data_batch_1",
+            "data_batch_2",
+            "data_batch_3",
+            "data_batch_4",
+            "data_batch_5",
+            "test_batch",
+        ]
+        if n_classes == 10
+        else ["train", "test"]
+    )
+    for name in names:
+        n = 12
+        entry = {
+            "data": rng.integers(0, 256, (n, 3 * 32 * 32), dtype=np.uint8),
+            label_key: [i % n_classes for i in range(n)],
+        }
+        (folder / name).write_bytes(pickle.dumps(entry))
+    meta_name, meta_key = (
+        ("batches.meta", "label_names") if n_classes == 10 else ("meta", "fine_label_names")
+    )
+    classes = list(dataset_info("cifar10" if n_classes == 10 else "cifar100").classes)
+    (folder / meta_name).write_bytes(pickle.dumps({meta_key: classes}))
+    return {p.name: hashlib.md5(p.read_bytes()).hexdigest() for p in folder.iterdir()}
+
+
+def _trust(monkeypatch, cls, md5s):
+    """Point torchvision's MD5 table at our tiny files, so its real integrity check runs on them."""
+    monkeypatch.setattr(cls, "train_list", [[n, md5s[n]] for n, _ in cls.train_list])
+    monkeypatch.setattr(cls, "test_list", [[n, md5s[n]] for n, _ in cls.test_list])
+    monkeypatch.setattr(cls, "meta", {**cls.meta, "md5": md5s[cls.meta["filename"]]})
+
+
+def test_cifar100_reads_an_unpacked_folder(tmp_path, monkeypatch):
+    md5s = _write_cifar(tmp_path / "cifar-100-python", 100)
+    _trust(monkeypatch, datasets.CIFAR100, md5s)
+    train = load_dataset("cifar100", root=tmp_path, augment=True)
+    assert len(train) == 12
+    x, y = train[5]
+    assert x.shape == (3, 32, 32) and y == 5
+    assert train.classes[:3] == ["apple", "aquarium_fish", "baby"]
+
+
+def test_cifar10_unpacks_an_archive_offline(tmp_path, monkeypatch):
+    """An archive copied into data/ is verified and unpacked without the network."""
+    staging = tmp_path / "staging"
+    md5s = _write_cifar(staging / "cifar-10-batches-py", 10)
+    archive = tmp_path / "root" / "cifar-10-python.tar.gz"
+    archive.parent.mkdir()
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(staging / "cifar-10-batches-py", arcname="cifar-10-batches-py")
+    _trust(monkeypatch, datasets.CIFAR10, md5s)
+    monkeypatch.setattr(datasets.CIFAR10, "tgz_md5", hashlib.md5(archive.read_bytes()).hexdigest())
+    monkeypatch.setattr(data, "_reachable", lambda url, timeout=5.0: pytest.fail("went online"))
+    test = load_dataset("cifar10", train=False, root=archive.parent)
+    assert len(test) == 12 and test[0][0].shape == (3, 32, 32)
+    assert test.classes == list(dataset_info("cifar10").classes)
+
+
+# --- the offline error ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["mnist", "cifar10", "cifar100"])
+def test_missing_dataset_offline_is_a_clear_fast_error(name, tmp_path, monkeypatch):
+    # A closed local port stands in for an unreachable download server.
+    monkeypatch.setattr(data, "_download_url", lambda info: "http://127.0.0.1:9/file.tar.gz")
+    start = time.perf_counter()
+    with pytest.raises(DatasetNotFoundError) as err:
+        load_dataset(name, root=tmp_path)
+    assert time.perf_counter() - start < 10
+    message = str(err.value)
+    assert f"{name} is not in {tmp_path}" in message
+    assert "127.0.0.1 cannot be reached" in message
+    assert f"load_dataset('{name}')" in message  # how to get it
+    assert not any(tmp_path.iterdir()), "nothing half-downloaded is left behind"
+
+
+def test_download_false_never_touches_the_network(tmp_path, monkeypatch):
+    monkeypatch.setattr(data, "_reachable", lambda url, timeout=5.0: pytest.fail("went online"))
+    with pytest.raises(DatasetNotFoundError, match="download=False was given"):
+        load_dataset("cifar10", root=tmp_path, download=False)
+
+
+def test_reachability_probe_gives_up_on_a_silent_server():
+    """A server that accepts the connection and never answers must not hang us."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        start = time.perf_counter()
+        assert data._reachable(f"http://127.0.0.1:{port}/file.gz", timeout=1.0) is False
+        assert time.perf_counter() - start < 3
+
+
+def test_reachability_probe_wants_the_file_not_just_a_connection():
+    """Some networks answer every address with an error page: that is not 'online'."""
+
+    class NotFound(http.server.BaseHTTPRequestHandler):
+        def do_HEAD(self):
+            self.send_response(404 if "missing" in self.path else 200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), NotFound)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        assert data._reachable(f"{base}/missing.gz", timeout=2.0) is False
+        assert data._reachable(f"{base}/file.gz", timeout=2.0) is True
+    finally:
+        server.shutdown()

@@ -1,0 +1,45 @@
+"""The notebooks as files: committed clean, runnable on a fresh machine, collected by nbmake.
+
+nbmake itself executes each notebook (pytest collects `notebooks/` too, see pyproject.toml);
+these tests check what execution cannot: that nothing is silently left out."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+def test_there_are_notebooks():
+    assert NOTEBOOKS, "no notebooks found under notebooks/"
+    assert NOTEBOOKS[0].name.startswith("00_")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_committed_notebook_is_clean(path):
+    nb = json.loads(path.read_text())
+    dirty = [
+        i
+        for i, cell in enumerate(nb["cells"])
+        if cell["cell_type"] == "code" and (cell.get("outputs") or cell.get("execution_count"))
+    ]
+    assert not dirty, f"{path.name}: cells {dirty} carry outputs; strip them before committing"
+    # jupyter_client maps "python3" to the running interpreter; other names fail on a fresh machine.
+    assert nb["metadata"]["kernelspec"]["name"] == "python3"
+
+
+def test_every_notebook_is_collected_by_nbmake():
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "notebooks"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    for path in NOTEBOOKS:
+        assert f"notebooks/{path.name}" in result.stdout, f"{path.name} is not collected"

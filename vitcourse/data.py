@@ -1,0 +1,404 @@
+"""Datasets: one door, `load_dataset`, for Fashion-MNIST, MNIST, CIFAR-10 and CIFAR-100.
+
+Introduced in notebook 00. Fashion-MNIST (the default) ships with the course in
+`data/FashionMNIST/raw/` as its four official archives, so the course runs offline. The others are
+downloaded by torchvision into the data folder when the machine is online, and checked by MD5.
+Offline with the files missing, `load_dataset` raises `DatasetNotFoundError` at once, saying how to
+get them: never a hang, never a silent swap to another dataset.
+
+Images come out as normalised tensors (C, H, W): each channel minus the training set's mean,
+divided by its standard deviation, so that pixel values are centred on 0 with spread 1.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import socket
+import threading
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+from urllib.parse import urlparse
+
+import torch
+from torch.utils.data import DataLoader, Dataset, Subset
+from torchvision import datasets, transforms
+
+from vitcourse.environment import pick_device, quick_mode
+
+# In quick mode `make_loaders` cuts the splits to these sizes (train, validation, test).
+QUICK_SIZES = (1024, 256, 256)
+# Seconds a download may go without receiving data before it is given up.
+DOWNLOAD_TIMEOUT = 60
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """What the course needs to know about one dataset."""
+
+    name: str
+    torchvision_class: type  # the torchvision dataset that reads the files
+    image_size: int  # images are square: image_size x image_size pixels
+    channels: int  # 1 for grayscale, 3 for colour
+    mean: tuple[float, ...]  # per-channel mean of the training images, pixels in [0, 1]
+    std: tuple[float, ...]  # per-channel standard deviation of the same
+    classes: tuple[str, ...]
+    hflip: bool  # is a mirrored image still the same class? (a shoe yes, a "2" no)
+    crop_padding: int  # random-crop augmentation: pad by this much, then crop back to size
+    archives: tuple[str, ...]  # files under the data folder that torchvision unpacks offline
+
+
+_CIFAR100_CLASSES = tuple(
+    "apple aquarium_fish baby bear beaver bed bee beetle bicycle bottle bowl boy bridge bus "
+    "butterfly camel can castle caterpillar cattle chair chimpanzee clock cloud cockroach couch crab "
+    "crocodile cup dinosaur dolphin elephant flatfish forest fox girl hamster house kangaroo keyboard "
+    "lamp lawn_mower leopard lion lizard lobster man maple_tree motorcycle mountain mouse mushroom "
+    "oak_tree orange orchid otter palm_tree pear pickup_truck pine_tree plain plate poppy porcupine "
+    "possum rabbit raccoon ray road rocket rose sea seal shark shrew skunk skyscraper snail snake "
+    "spider squirrel streetcar sunflower sweet_pepper table tank telephone television tiger tractor "
+    "train tulip turtle wardrobe whale willow_tree wolf woman worm".split()
+)
+
+_MNIST_FILES = (
+    "train-images-idx3-ubyte",
+    "train-labels-idx1-ubyte",
+    "t10k-images-idx3-ubyte",
+    "t10k-labels-idx1-ubyte",
+)
+
+DATASETS: dict[str, DatasetInfo] = {
+    "fashion-mnist": DatasetInfo(
+        name="fashion-mnist",
+        torchvision_class=datasets.FashionMNIST,
+        image_size=28,
+        channels=1,
+        mean=(0.2860,),
+        std=(0.3530,),
+        classes=(
+            "T-shirt/top",
+            "Trouser",
+            "Pullover",
+            "Dress",
+            "Coat",
+            "Sandal",
+            "Shirt",
+            "Sneaker",
+            "Bag",
+            "Ankle boot",
+        ),
+        hflip=True,
+        crop_padding=2,
+        archives=tuple(f"FashionMNIST/raw/{f}.gz" for f in _MNIST_FILES),
+    ),
+    "mnist": DatasetInfo(
+        name="mnist",
+        torchvision_class=datasets.MNIST,
+        image_size=28,
+        channels=1,
+        mean=(0.1307,),
+        std=(0.3081,),
+        classes=tuple(str(d) for d in range(10)),
+        hflip=False,
+        crop_padding=2,
+        archives=tuple(f"MNIST/raw/{f}.gz" for f in _MNIST_FILES),
+    ),
+    "cifar10": DatasetInfo(
+        name="cifar10",
+        torchvision_class=datasets.CIFAR10,
+        image_size=32,
+        channels=3,
+        mean=(0.4914, 0.4822, 0.4465),
+        std=(0.2470, 0.2435, 0.2616),
+        classes=(
+            "airplane",
+            "automobile",
+            "bird",
+            "cat",
+            "deer",
+            "dog",
+            "frog",
+            "horse",
+            "ship",
+            "truck",
+        ),
+        hflip=True,
+        crop_padding=4,
+        archives=("cifar-10-python.tar.gz",),
+    ),
+    "cifar100": DatasetInfo(
+        name="cifar100",
+        torchvision_class=datasets.CIFAR100,
+        image_size=32,
+        channels=3,
+        mean=(0.5071, 0.4865, 0.4409),
+        std=(0.2673, 0.2564, 0.2762),
+        classes=_CIFAR100_CLASSES,
+        hflip=True,
+        crop_padding=4,
+        archives=("cifar-100-python.tar.gz",),
+    ),
+}
+
+# MD5 of the *uncompressed* official Fashion-MNIST files (Zalando's release). The shipped .gz
+# archives come from Debian's dataset-fashion-mnist package, whose gzip headers differ from the
+# official archives', so we check what is inside them instead.
+FASHION_MNIST_MD5 = {
+    "train-images-idx3-ubyte": "f4a8712d7a061bf5bd6d2ca38dc4d50a",
+    "train-labels-idx1-ubyte": "9018921c3c673c538a1fc5bad174d6f9",
+    "t10k-images-idx3-ubyte": "8181f5470baa50b63fa0f6fddb340f0a",
+    "t10k-labels-idx1-ubyte": "15d484375f8d13e6eb1aabb0c3f46965",
+}
+
+
+class DatasetNotFoundError(FileNotFoundError):
+    """The dataset's files are not on disk and cannot be downloaded now."""
+
+
+def dataset_info(name: str) -> DatasetInfo:
+    """The `DatasetInfo` for a name such as "fashion-mnist" or "cifar10"."""
+    key = name.strip().lower().replace("_", "-")
+    if key not in DATASETS:
+        raise ValueError(f"unknown dataset {name!r}: expected one of {', '.join(DATASETS)}")
+    return DATASETS[key]
+
+
+def default_root() -> Path:
+    """The course's data folder: `$VITCOURSE_DATA` if set, else `data/` at the top of the repo."""
+    if os.environ.get("VITCOURSE_DATA"):
+        return Path(os.environ["VITCOURSE_DATA"])
+    return Path(__file__).resolve().parent.parent / "data"
+
+
+def image_transform(name: str, augment: bool = False) -> transforms.Compose:
+    """PIL image -> normalised tensor, with the dataset's training augmentation if `augment`."""
+    info = dataset_info(name)
+    steps: list = []
+    if augment:
+        steps.append(transforms.RandomCrop(info.image_size, padding=info.crop_padding))
+        if info.hflip:
+            steps.append(transforms.RandomHorizontalFlip())
+    steps += [transforms.ToTensor(), transforms.Normalize(info.mean, info.std)]
+    return transforms.Compose(steps)
+
+
+def denormalize(images: torch.Tensor, name: str) -> torch.Tensor:
+    """Undo the normalisation, back to pixels in [0, 1] for drawing. Works on (C, H, W) or (B, C, H, W)."""
+    info = dataset_info(name)
+    mean = torch.tensor(info.mean, device=images.device).view(-1, 1, 1)
+    std = torch.tensor(info.std, device=images.device).view(-1, 1, 1)
+    return (images * std + mean).clamp(0, 1)
+
+
+def prepare_fashion_mnist(root: str | Path | None = None) -> Path:
+    """Unpack the shipped Fashion-MNIST archives into torchvision's layout and verify them.
+
+    torchvision reads the uncompressed files in `root/FashionMNIST/raw/`. We write each one from
+    its `.gz` (found there, or in the course's own data folder), check its MD5 against the
+    official file's, and only then move it into place, so a half-written file is never used.
+    Returns the raw folder.
+    """
+    root = Path(root) if root is not None else default_root()
+    raw = root / "FashionMNIST" / "raw"
+    for filename, expected in FASHION_MNIST_MD5.items():
+        target = raw / filename
+        if target.exists():
+            got = _md5(target.read_bytes())
+            if got != expected:
+                raise DatasetNotFoundError(
+                    f"{target} is damaged: its MD5 is {got}, expected {expected}. "
+                    "Delete it and it will be unpacked again from the .gz archive."
+                )
+            continue
+        archive = _find_fashion_archive(raw, filename)
+        with gzip.open(archive, "rb") as f:
+            content = f.read()
+        got = _md5(content)
+        if got != expected:
+            raise DatasetNotFoundError(
+                f"{archive} does not hold the official Fashion-MNIST {filename}: MD5 {got}, "
+                f"expected {expected}. Restore it with `git checkout data/` or from Debian's "
+                "dataset-fashion-mnist package."
+            )
+        raw.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(target.name + ".tmp")
+        tmp.write_bytes(content)
+        os.replace(tmp, target)
+    return raw
+
+
+def load_dataset(
+    name: str = "fashion-mnist",
+    train: bool = True,
+    root: str | Path | None = None,
+    augment: bool = False,
+    download: bool = True,
+) -> Dataset:
+    """The training or test split of a dataset, as normalised (C, H, W) tensors and int labels.
+
+    `name` is one of "fashion-mnist" (the default, shipped with the course), "mnist", "cifar10",
+    "cifar100". `root` is the data folder (default: `default_root()`). With `augment`, each image
+    is randomly cropped (and mirrored where that keeps the class) every time it is read. A
+    dataset that is not on disk is downloaded when `download` is true and the machine is online;
+    otherwise a `DatasetNotFoundError` says how to get it.
+    """
+    info = dataset_info(name)
+    root = Path(root) if root is not None else default_root()
+    transform = image_transform(info.name, augment)
+    if info.name == "fashion-mnist":
+        prepare_fashion_mnist(root)
+        return info.torchvision_class(str(root), train=train, transform=transform, download=False)
+
+    try:  # already unpacked on disk? torchvision checks (and, for CIFAR, MD5-checks) the files
+        return info.torchvision_class(str(root), train=train, transform=transform, download=False)
+    except RuntimeError:
+        pass
+    # With every archive on disk, torchvision verifies and unpacks them without the network.
+    if not all((root / a).exists() for a in info.archives):
+        url = _download_url(info)
+        reason = None
+        if not download:
+            reason = "download=False was given"
+        elif not _reachable(url):
+            reason = f"{urlparse(url).hostname} cannot be reached (offline?)"
+        if reason:
+            raise DatasetNotFoundError(_missing_message(info, root, url, reason))
+    # torchvision's downloader sets no timeout: a stalled server would hang the notebook forever.
+    previous = socket.getdefaulttimeout()
+    socket.setdefaulttimeout(DOWNLOAD_TIMEOUT)
+    try:
+        return info.torchvision_class(str(root), train=train, transform=transform, download=True)
+    except (OSError, RuntimeError) as e:
+        raise DatasetNotFoundError(
+            _missing_message(info, root, _download_url(info), f"the download failed ({e})")
+        ) from e
+    finally:
+        socket.setdefaulttimeout(previous)
+
+
+class Loaders(NamedTuple):
+    """The three data loaders of a training run, and the dataset they come from."""
+
+    train: DataLoader
+    val: DataLoader
+    test: DataLoader
+    info: DatasetInfo
+
+
+def make_loaders(
+    name: str = "fashion-mnist",
+    batch_size: int = 128,
+    val_size: int = 5000,
+    augment: bool = True,
+    root: str | Path | None = None,
+    seed: int = 0,
+    limit: int | None = None,
+    device: str | torch.device | None = None,
+) -> Loaders:
+    """Train, validation and test loaders.
+
+    The validation split is `val_size` images held out of the training set (the same ones for a
+    given `seed`), read without augmentation; the test split is the official one, kept for the
+    final score. `limit` cuts the training split to that many images (validation and test to a
+    quarter of it); in quick mode it defaults to `QUICK_SIZES`. Worker processes and pinned
+    memory are used on a GPU; on a CPU the model needs every core, and decoding small images
+    costs little next to a training step, so the main process loads the data itself.
+    """
+    info = dataset_info(name)
+    train_aug = load_dataset(info.name, train=True, root=root, augment=augment)
+    train_plain = load_dataset(info.name, train=True, root=root, augment=False)
+    test = load_dataset(info.name, train=False, root=root, augment=False)
+    n = len(train_plain)
+    if not 0 < val_size < n:
+        raise ValueError(f"val_size must be between 1 and {n - 1} for {info.name}, got {val_size}")
+    order = torch.randperm(n, generator=torch.Generator().manual_seed(seed)).tolist()
+    val_idx, train_idx = order[:val_size], order[val_size:]
+    test_idx = list(range(len(test)))
+    if limit is None and quick_mode():
+        sizes = QUICK_SIZES
+    elif limit is not None:
+        if limit < 4:
+            raise ValueError(f"limit must be at least 4 images, got {limit}")
+        sizes = (limit, max(1, limit // 4), max(1, limit // 4))
+    else:
+        sizes = (len(train_idx), len(val_idx), len(test_idx))
+    train_idx, val_idx, test_idx = train_idx[: sizes[0]], val_idx[: sizes[1]], test_idx[: sizes[2]]
+
+    settings = loader_settings(pick_device(device))
+    gen = torch.Generator().manual_seed(seed)
+    return Loaders(
+        train=DataLoader(
+            Subset(train_aug, train_idx), batch_size, shuffle=True, generator=gen, **settings
+        ),
+        val=DataLoader(Subset(train_plain, val_idx), batch_size * 2, **settings),
+        test=DataLoader(Subset(test, test_idx), batch_size * 2, **settings),
+        info=info,
+    )
+
+
+def loader_settings(device: torch.device) -> dict:
+    """DataLoader keyword arguments that suit the device: workers and pinned memory on CUDA only."""
+    if device.type == "cuda":
+        workers = min(8, os.cpu_count() or 1)
+        return {"num_workers": workers, "pin_memory": True, "persistent_workers": workers > 0}
+    return {"num_workers": 0}
+
+
+def _md5(content: bytes) -> str:
+    return hashlib.md5(content).hexdigest()
+
+
+def _find_fashion_archive(raw: Path, filename: str) -> Path:
+    for folder in (raw, default_root() / "FashionMNIST" / "raw"):
+        if (folder / f"{filename}.gz").exists():
+            return folder / f"{filename}.gz"
+    raise DatasetNotFoundError(
+        f"fashion-mnist: {filename}.gz is missing from {raw}. The course ships the four archives "
+        "in data/FashionMNIST/raw/: restore them with `git checkout data/`, or copy them from "
+        "Debian's dataset-fashion-mnist package (/usr/share/datasets/fashion-mnist/)."
+    )
+
+
+def _download_url(info: DatasetInfo) -> str:
+    cls = info.torchvision_class
+    if hasattr(cls, "mirrors"):  # MNIST and friends
+        return cls.mirrors[0] + cls.resources[0][0]
+    return cls.url
+
+
+def _reachable(url: str, timeout: float = 5.0) -> bool:
+    """Does the URL's server answer a HEAD request with success within `timeout` seconds?
+
+    We ask for the file itself rather than just opening a connection: some networks accept every
+    connection and answer with an error page. The name lookup has no timeout of its own, so the
+    probe runs in a thread we stop waiting for: an offline machine answers False in seconds.
+    """
+    ok = []
+
+    def probe() -> None:
+        try:
+            with urllib.request.urlopen(
+                urllib.request.Request(url, method="HEAD"), timeout=timeout
+            ):
+                ok.append(True)
+        except (OSError, ValueError):
+            pass
+
+    thread = threading.Thread(target=probe, daemon=True)
+    thread.start()
+    thread.join(timeout + 1)
+    return bool(ok)
+
+
+def _missing_message(info: DatasetInfo, root: Path, url: str, reason: str) -> str:
+    archives = ", ".join(str(root / a) for a in info.archives)
+    return (
+        f"{info.name} is not in {root} and cannot be downloaded: {reason}.\n"
+        f"To get it, either run this once on a machine that is online:\n"
+        f"    python -c \"from vitcourse.data import load_dataset; load_dataset('{info.name}')\"\n"
+        f"and copy its data folder here, or download the archive(s) from {url.rsplit('/', 1)[0]}/ "
+        f"and place them at: {archives}.\n"
+        f"Fashion-MNIST ships with the course and always works offline: load_dataset('fashion-mnist')."
+    )

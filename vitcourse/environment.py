@@ -1,0 +1,66 @@
+"""The learner's machine: quick mode, the device, and a short environment report.
+
+Introduced in notebook 00. Every notebook and the trainer ask this module which device to use, so
+a laptop CPU, an Apple GPU and a CUDA box all run the same code.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+
+import torch
+
+QUICK_ENV = "VITCOURSE_QUICK"
+
+
+def quick_mode() -> bool:
+    """True when `VITCOURSE_QUICK` is set to anything but 0/false: smaller data, fewer steps.
+
+    Quick mode changes sizes, never code paths; the test suite turns it on so every notebook
+    executes in seconds.
+    """
+    return os.environ.get(QUICK_ENV, "0").strip().lower() not in ("", "0", "false", "no")
+
+
+def pick_device(device: str | torch.device | None = None) -> torch.device:
+    """The device to train on: the one asked for, else CUDA, else Apple's MPS, else the CPU.
+
+    `VITCOURSE_DEVICE=cpu` forces a choice for a whole session (say, to compare speeds).
+    """
+    device = device or os.environ.get("VITCOURSE_DEVICE")
+    if device is not None:
+        device = torch.device(device)
+        if device.type == "cuda" and not torch.cuda.is_available():
+            raise ValueError("device 'cuda' was asked for, but PyTorch sees no CUDA GPU here")
+        if device.type == "mps" and not torch.backends.mps.is_available():
+            raise ValueError("device 'mps' was asked for, but PyTorch sees no Apple GPU here")
+        return device
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    if torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+
+def environment_report() -> dict[str, str]:
+    """Versions, device and threads, as a learner would paste them into a question."""
+    import torchvision
+
+    from vitcourse.data import default_root
+
+    device = pick_device()
+    if device.type == "cuda":
+        device_name = f"cuda ({torch.cuda.get_device_name(device)})"
+    else:
+        device_name = device.type
+    return {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "torchvision": torchvision.__version__,
+        "device": device_name,
+        "cpu cores": str(os.cpu_count()),
+        "torch threads": str(torch.get_num_threads()),
+        "quick mode": "on" if quick_mode() else "off",
+        "data folder": str(default_root()),
+    }
