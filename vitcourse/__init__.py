@@ -4,6 +4,11 @@ Each module is one concept, introduced by one notebook (Dosovitskiy et al., "An 
 16x16 Words", ICLR 2021):
 
     environment, data   notebook 00: the machine, the datasets, normalisation
+    patching            notebook 01: an image as a sequence of patches
+    embedding           notebook 02: patch embedding, position embeddings
+    attention           notebook 03: scaled dot-product and multi-head self-attention
+    block               notebook 04: the pre-norm transformer block
+    vit                 notebook 05: the whole model, its presets, timm/torchvision weights
 
 Shape legend, used in every docstring and comment:
 
@@ -12,4 +17,7 @@ Shape legend, used in every docstring and comment:
     D  model width           h  attention heads      d     head width = D / h
 """
 
+from vitcourse.vit import VisionTransformer, ViTConfig
+
+__all__ = ["ViTConfig", "VisionTransformer"]
 __version__ = "0.1.0"

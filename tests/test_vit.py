@@ -1,0 +1,300 @@
+"""vitcourse.vit: the whole model, its config and presets, and equality with timm and torchvision."""
+
+import dataclasses
+
+import pytest
+import timm
+import torch
+import torchvision
+
+import vitcourse
+from vitcourse.embedding import sincos_2d_position_embedding
+from vitcourse.vit import PRESETS, VisionTransformer, ViTConfig, from_timm, from_torchvision, preset
+
+TINY = ViTConfig(
+    image_size=16,
+    patch_size=4,
+    in_channels=3,
+    num_classes=5,
+    dim=32,
+    depth=2,
+    num_heads=4,
+    mlp_dim=64,
+)
+
+
+def randomize(model):
+    """Random values in every parameter, so that equal outputs mean equal computations
+    (fresh torchvision heads are all zeros, which would make any two models agree)."""
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0, 0.2)
+    return model.eval()
+
+
+def test_top_level_exports():
+    assert vitcourse.ViTConfig is ViTConfig and vitcourse.VisionTransformer is VisionTransformer
+
+
+def test_defaults_are_the_papers_vit_base():
+    c = ViTConfig()
+    assert (c.image_size, c.patch_size, c.dim, c.depth, c.num_heads, c.mlp_dim) == (
+        224,
+        16,
+        768,
+        12,
+        12,
+        3072,
+    )
+    assert (c.pool, c.qkv_bias, c.dropout, c.pos_embed) == ("cls", True, 0.0, "learned")
+    assert (c.num_patches, c.num_tokens) == (196, 197)
+
+
+@pytest.mark.parametrize("pool", ["cls", "mean"])
+@pytest.mark.parametrize("pos_embed", ["learned", "sincos"])
+def test_shapes_through_every_stage(pool, pos_embed):
+    model = VisionTransformer(dataclasses.replace(TINY, pool=pool, pos_embed=pos_embed))
+    images = torch.randn(3, 3, 16, 16)
+    tokens = model.embed(images)
+    assert tokens.shape == (3, 17, 32)
+    features = model.forward_features(tokens)
+    assert features.shape == (3, 17, 32)
+    logits = model.forward_head(features)
+    assert logits.shape == (3, 5) and torch.isfinite(logits).all()
+    torch.testing.assert_close(model(images), logits)
+
+
+def test_submodule_names_follow_the_paper_and_timm():
+    names = [n for n, _ in VisionTransformer(TINY).named_children()]
+    assert names == ["patch_embed", "pos_drop", "blocks", "norm", "head"]
+    params = dict(VisionTransformer(TINY).named_parameters())
+    assert {"cls_token", "pos_embed", "blocks.1.attn.qkv.weight", "head.bias"} <= params.keys()
+
+
+@pytest.mark.parametrize(
+    "config",
+    [TINY, dataclasses.replace(TINY, pool="mean", drop_path=0.1, dropout=0.1, qkv_bias=False)],
+)
+def test_gradients_reach_every_parameter(config):
+    model = VisionTransformer(config).train()
+    torch.manual_seed(0)
+    loss = torch.nn.functional.cross_entropy(
+        model(torch.randn(4, 3, 16, 16)), torch.tensor([0, 1, 2, 3])
+    )
+    loss.backward()
+    for name, p in model.named_parameters():
+        assert p.grad is not None and p.grad.abs().sum() > 0, f"no gradient reaches {name}"
+
+
+def test_sincos_position_embeddings_are_fixed():
+    model = VisionTransformer(dataclasses.replace(TINY, pos_embed="sincos"))
+    assert not model.pos_embed.requires_grad
+    learned = VisionTransformer(TINY)
+    assert model.num_parameters() == learned.num_parameters() - learned.pos_embed.numel()
+
+
+def test_attention_maps_are_the_weights_forward_uses():
+    model = randomize(VisionTransformer(TINY))
+    images = torch.randn(2, 3, 16, 16)
+    maps = model.attention_maps(images)
+    assert maps.shape == (2, 2, 4, 17, 17)  # (layers, B, h, T, T)
+    torch.testing.assert_close(maps.sum(-1), torch.ones(2, 2, 4, 17))
+    # The first block's weights, recomputed by hand from its query and key projections.
+    x = model.blocks[0].norm1(model.embed(images))
+    q, k, _ = model.blocks[0].attn.qkv(x).reshape(2, 17, 3, 4, 8).permute(2, 0, 3, 1, 4)
+    torch.testing.assert_close(maps[0], (q @ k.transpose(-2, -1) / 8**0.5).softmax(-1))
+
+
+def test_seeded_construction_is_deterministic():
+    torch.manual_seed(7)
+    a = VisionTransformer(TINY)
+    torch.manual_seed(7)
+    b = VisionTransformer(TINY)
+    torch.manual_seed(8)
+    c = VisionTransformer(TINY)
+    for (name, pa), pb in zip(a.state_dict().items(), b.state_dict().values(), strict=True):
+        assert torch.equal(pa, pb), name
+    assert not torch.equal(a.head.weight, c.head.weight)
+
+
+# --- presets -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name, timm_name",
+    [
+        ("vit-tiny/16", "vit_tiny_patch16_224"),
+        ("vit-small/16", "vit_small_patch16_224"),
+        ("vit-base/16", "vit_base_patch16_224"),
+    ],
+)
+def test_preset_parameter_counts_equal_timm(name, timm_name):
+    ours = VisionTransformer(PRESETS[name]).num_parameters()
+    theirs = sum(p.numel() for p in timm.create_model(timm_name, pretrained=False).parameters())
+    assert ours == theirs
+
+
+@pytest.mark.parametrize("name, shape", [("course-28/4", (1, 28)), ("course-32/4", (3, 32))])
+def test_course_presets_fit_their_datasets(name, shape):
+    channels, side = shape
+    model = VisionTransformer(PRESETS[name])
+    assert model(torch.randn(2, channels, side, side)).shape == (2, 10)
+    assert model.num_parameters() < 3_000_000  # small enough for a laptop CPU
+
+
+def test_preset_changes_and_unknown_names():
+    assert preset("course-28/4", depth=2).depth == 2
+    with pytest.raises(ValueError, match="unknown preset 'vit-huge'.*vit-tiny/16"):
+        preset("vit-huge")
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"image_size": 30}, "image_size 30 is not a multiple of patch_size 4"),
+        ({"num_heads": 5}, "dim 32 is not divisible by num_heads 5"),
+        ({"pool": "max"}, "pool must be 'cls' or 'mean', got 'max'"),
+        ({"pos_embed": "rope"}, "pos_embed must be 'learned' or 'sincos', got 'rope'"),
+        ({"pos_embed": "sincos", "dim": 30, "num_heads": 3}, "divisible by 4, got 30"),
+    ],
+)
+def test_bad_configs_are_refused(changes, message):
+    with pytest.raises(ValueError, match=message):
+        dataclasses.replace(TINY, **changes)
+
+
+# --- guards ------------------------------------------------------------------------------------
+
+
+def test_bad_inputs_get_clear_errors():
+    model = VisionTransformer(TINY)
+    with pytest.raises(ValueError, match="expected 3 image channels, got 1"):
+        model(torch.zeros(1, 1, 16, 16))
+    with pytest.raises(ValueError, match="expected 16x16 images, got 32x32.*set_image_size"):
+        model(torch.zeros(1, 3, 32, 32))
+    with pytest.raises(
+        ValueError, match=r"expected images \(B, C, H, W\), got shape \(3, 16, 16\)"
+    ):
+        model(torch.zeros(3, 16, 16))
+
+
+def test_state_dict_of_another_shape_is_a_clear_error():
+    small = VisionTransformer(TINY)
+    other = VisionTransformer(dataclasses.replace(TINY, image_size=32))
+    with pytest.raises(
+        ValueError,
+        match=r"another shape[\s\S]*pos_embed: checkpoint \(1, 65, 32\), "
+        r"model \(1, 17, 32\)",
+    ):
+        small.load_state_dict(other.state_dict())
+    with pytest.raises(RuntimeError, match="Missing key"):
+        small.load_state_dict({k: v for k, v in small.state_dict().items() if k != "head.bias"})
+
+
+@pytest.mark.parametrize("pos_embed", ["learned", "sincos"])
+def test_set_image_size_runs_at_another_resolution(pos_embed):
+    model = randomize(VisionTransformer(dataclasses.replace(TINY, pos_embed=pos_embed)))
+    before = model.pos_embed.detach().clone()
+    model.set_image_size(32)
+    assert model.config.image_size == 32 and model.pos_embed.shape == (1, 65, 32)
+    assert torch.equal(model.pos_embed[:, 0], before[:, 0])
+    assert model(torch.randn(2, 3, 32, 32)).shape == (2, 5)
+    model.set_image_size(16)
+    if pos_embed == "sincos":  # recomputed for the new grid, not interpolated
+        torch.testing.assert_close(model.pos_embed[0, 1:], sincos_2d_position_embedding(4, 32))
+    with pytest.raises(ValueError, match="image_size 18 is not a multiple of patch_size 4"):
+        model.set_image_size(18)
+
+
+# --- equality with timm and torchvision -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {
+            "img_size": 16,
+            "patch_size": 4,
+            "num_classes": 5,
+            "embed_dim": 32,
+            "depth": 2,
+            "num_heads": 4,
+        },
+        {
+            "img_size": 28,
+            "patch_size": 7,
+            "in_chans": 1,
+            "num_classes": 10,
+            "embed_dim": 48,
+            "depth": 3,
+            "num_heads": 3,
+            "mlp_ratio": 2.0,
+            "qkv_bias": False,
+            "global_pool": "avg",
+            "fc_norm": False,
+        },
+    ],
+)
+def test_from_timm_gives_identical_outputs(kwargs):
+    theirs = randomize(timm.models.VisionTransformer(**kwargs))
+    ours = from_timm(theirs).eval()
+    images = torch.randn(3, kwargs.get("in_chans", 3), kwargs["img_size"], kwargs["img_size"])
+    with torch.no_grad():
+        expected = theirs(images)
+        torch.testing.assert_close(ours(images), expected, rtol=1e-5, atol=1e-5)
+        # And through the written-out attention path too.
+        x = ours.embed(images)
+        for block in ours.blocks:
+            x, _ = block(x, return_weights=True)
+        torch.testing.assert_close(ours.forward_head(ours.norm(x)), expected, rtol=1e-5, atol=1e-5)
+    assert expected.std() > 0.1, "a meaningful comparison needs outputs that vary"
+
+
+def test_from_timm_vit_tiny_224():
+    theirs = randomize(timm.create_model("vit_tiny_patch16_224", pretrained=False))
+    ours = from_timm(theirs).eval()
+    assert ours.config == PRESETS["vit-tiny/16"]
+    images = torch.randn(2, 3, 224, 224)
+    with torch.no_grad():
+        torch.testing.assert_close(ours(images), theirs(images), rtol=1e-5, atol=1e-5)
+
+
+def test_from_timm_refuses_what_it_cannot_model():
+    with pytest.raises(ValueError, match="layer scale"):
+        from_timm(
+            timm.models.VisionTransformer(
+                img_size=16, patch_size=4, embed_dim=32, depth=1, num_heads=4, init_values=1e-5
+            )
+        )
+    with pytest.raises(ValueError, match="fc_norm after pooling"):
+        from_timm(
+            timm.models.VisionTransformer(
+                img_size=16, patch_size=4, embed_dim=32, depth=1, num_heads=4, global_pool="avg"
+            )
+        )
+
+
+def test_from_torchvision_gives_identical_outputs():
+    theirs = randomize(
+        torchvision.models.VisionTransformer(
+            image_size=32,
+            patch_size=8,
+            num_layers=2,
+            num_heads=4,
+            hidden_dim=64,
+            mlp_dim=128,
+            num_classes=7,
+        )
+    )
+    ours = from_torchvision(theirs).eval()
+    images = torch.randn(3, 3, 32, 32)
+    with torch.no_grad():
+        expected = theirs(images)
+        torch.testing.assert_close(ours(images), expected, rtol=1e-5, atol=1e-5)
+    assert expected.std() > 0.1
+
+
+def test_from_torchvision_vit_b_16_shapes():
+    ours = from_torchvision(torchvision.models.vit_b_16())
+    assert ours.config == PRESETS["vit-base/16"]

@@ -1,0 +1,96 @@
+"""Embeddings: patches to vectors, and where each patch sits (ViT paper, section 3.1, eq. 1).
+
+Introduced in notebook 02. Each flattened patch is multiplied by one learned matrix E, giving a
+D-dimensional token; that is exactly a convolution with a P x P kernel and stride P, which is how
+`PatchEmbedding` computes it (faster, and the weights keep their image shape). Attention itself
+ignores order, so every token also gets a position embedding: learned (the paper's default) or a
+fixed 2-D sine-cosine pattern. `resize_pos_embed` stretches a grid of position embeddings to
+another size, so a model trained on one resolution can run on another (paper, section 3.2).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from vitcourse.patching import check_patchable
+
+
+class PatchEmbedding(nn.Module):
+    """(B, C, H, W) images -> (B, N, D) patch tokens, by a strided convolution named `proj`."""
+
+    def __init__(self, image_size: int, patch_size: int, in_channels: int, dim: int):
+        super().__init__()
+        check_patchable(image_size, image_size, patch_size)
+        self.image_size = image_size
+        self.patch_size = patch_size
+        self.in_channels = in_channels
+        self.grid_size = image_size // patch_size
+        self.num_patches = self.grid_size**2
+        # One P x P kernel per output channel, moved P pixels at a time: each patch is seen once.
+        self.proj = nn.Conv2d(in_channels, dim, kernel_size=patch_size, stride=patch_size)
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        if images.ndim != 4:
+            raise ValueError(f"expected images (B, C, H, W), got shape {tuple(images.shape)}")
+        B, C, H, W = images.shape
+        if C != self.in_channels:
+            raise ValueError(f"expected {self.in_channels} image channels, got {C}")
+        check_patchable(H, W, self.patch_size)
+        x = self.proj(images)  # (B, C, H, W) -> (B, D, H/P, W/P)
+        return x.flatten(2).transpose(1, 2)  # -> (B, D, N) -> (B, N, D), patches in reading order
+
+    def as_linear(self) -> nn.Linear:
+        """The same projection as an `nn.Linear` acting on `patchify`'s output (B, N, P*P*C)."""
+        D, C, P, _ = self.proj.weight.shape
+        linear = nn.Linear(P * P * C, D)
+        with torch.no_grad():
+            # patchify orders a patch's numbers (row, column, channel); the kernel is (D, C, P, P).
+            linear.weight.copy_(self.proj.weight.permute(0, 2, 3, 1).reshape(D, P * P * C))
+            linear.bias.copy_(self.proj.bias)
+        return linear
+
+
+def sincos_2d_position_embedding(grid_size: int, dim: int) -> torch.Tensor:
+    """Fixed 2-D sine-cosine position embeddings, (N, D) for a grid_size x grid_size grid.
+
+    Half the channels encode the row and half the column; each half is sines and cosines of the
+    position at frequencies from 1 down to 1/10000, as in "Attention Is All You Need" (MAE's recipe).
+    """
+    if dim % 4:
+        raise ValueError(f"sin-cos position embeddings need dim divisible by 4, got {dim}")
+    rows, cols = torch.meshgrid(
+        torch.arange(grid_size, dtype=torch.float64),
+        torch.arange(grid_size, dtype=torch.float64),
+        indexing="ij",
+    )
+    frequencies = 1.0 / 10000 ** (torch.arange(dim // 4, dtype=torch.float64) / (dim // 4))
+
+    def encode(positions: torch.Tensor) -> torch.Tensor:  # (N,) -> (N, D/2)
+        angles = positions.flatten()[:, None] * frequencies[None, :]
+        return torch.cat([angles.sin(), angles.cos()], dim=1)
+
+    return torch.cat([encode(rows), encode(cols)], dim=1).float()  # (N, D), reading order
+
+
+def resize_pos_embed(
+    pos_embed: torch.Tensor, new_grid_size: int, num_prefix_tokens: int = 1
+) -> torch.Tensor:
+    """Resize (1, prefix + N, D) position embeddings to a new square grid by bicubic interpolation.
+
+    The cls token's embedding (the prefix) has no place on the grid and is kept as it is.
+    """
+    prefix, grid = pos_embed[:, :num_prefix_tokens], pos_embed[:, num_prefix_tokens:]
+    _, N, D = grid.shape
+    old = round(N**0.5)
+    if old * old != N:
+        raise ValueError(f"{N} position embeddings do not make a square grid")
+    if old == new_grid_size:
+        return pos_embed
+    grid = grid.reshape(1, old, old, D).permute(0, 3, 1, 2)  # (1, N, D) -> (1, D, g, g)
+    grid = F.interpolate(
+        grid, size=(new_grid_size, new_grid_size), mode="bicubic", align_corners=False
+    )
+    grid = grid.permute(0, 2, 3, 1).reshape(1, new_grid_size**2, D)  # -> (1, N', D)
+    return torch.cat([prefix, grid], dim=1)

@@ -1,0 +1,330 @@
+"""The Vision Transformer: embed, a stack of transformer blocks, and a classifier head (ViT paper, section 3.1).
+
+Introduced in notebook 05. The forward pass has three stages, one per notebook that built them:
+
+    embed            (B, C, H, W) -> (B, T, D)  patches + cls token + positions  (notebooks 01-02)
+    forward_features (B, T, D) -> (B, T, D)     the transformer blocks, then a LayerNorm (03-04)
+    forward_head     (B, T, D) -> (B, classes)  pool (cls token or mean of patches), then classify
+
+Submodule names follow timm (`patch_embed`, `cls_token`, `pos_embed`, `blocks`, `norm`, `head`),
+so `from_timm` copies a timm ViT's weights by name; `from_torchvision` maps torchvision's names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+
+import torch
+from torch import nn
+
+from vitcourse.block import TransformerBlock
+from vitcourse.embedding import PatchEmbedding, resize_pos_embed, sincos_2d_position_embedding
+
+
+@dataclass(frozen=True)
+class ViTConfig:
+    """Every size and switch of a ViT. The defaults are the paper's ViT-Base/16."""
+
+    image_size: int = 224  # side of the square input image, in pixels
+    patch_size: int = 16  # side of one square patch, in pixels
+    in_channels: int = 3  # 3 for colour, 1 for grayscale
+    num_classes: int = 1000  # outputs of the classifier head
+    dim: int = 768  # D: width of every token
+    depth: int = 12  # number of transformer blocks
+    num_heads: int = 12  # h: attention heads per block (D must divide by h)
+    mlp_dim: int = 3072  # hidden width of each block's MLP (the paper uses 4D)
+    qkv_bias: bool = True  # biases on the query/key/value projection
+    dropout: float = 0.0  # dropout after embeddings, attention projection and MLP layers
+    attn_dropout: float = 0.0  # dropout on the attention weights
+    drop_path: float = 0.0  # stochastic depth of the last block; earlier blocks get less, linearly
+    pool: str = "cls"  # "cls": classify the cls token; "mean": the mean of the patch tokens
+    pos_embed: str = "learned"  # "learned", or "sincos" for fixed 2-D sine-cosine embeddings
+
+    def __post_init__(self):
+        if self.image_size % self.patch_size:
+            raise ValueError(
+                f"image_size {self.image_size} is not a multiple of patch_size {self.patch_size}"
+            )
+        if self.dim % self.num_heads:
+            raise ValueError(f"dim {self.dim} is not divisible by num_heads {self.num_heads}")
+        if self.pool not in ("cls", "mean"):
+            raise ValueError(f"pool must be 'cls' or 'mean', got {self.pool!r}")
+        if self.pos_embed not in ("learned", "sincos"):
+            raise ValueError(f"pos_embed must be 'learned' or 'sincos', got {self.pos_embed!r}")
+        if self.pos_embed == "sincos" and self.dim % 4:
+            raise ValueError(f"sincos position embeddings need dim divisible by 4, got {self.dim}")
+
+    @property
+    def grid_size(self) -> int:
+        """Patches along each side of the image."""
+        return self.image_size // self.patch_size
+
+    @property
+    def num_patches(self) -> int:
+        """N: patches per image."""
+        return self.grid_size**2
+
+    @property
+    def num_tokens(self) -> int:
+        """T = N + 1: the patches and the cls token."""
+        return self.num_patches + 1
+
+
+PRESETS: dict[str, ViTConfig] = {
+    # The paper's Table 1 sizes (Ti and S from DeiT), on 224 x 224 ImageNet images.
+    "vit-tiny/16": ViTConfig(dim=192, depth=12, num_heads=3, mlp_dim=768),
+    "vit-small/16": ViTConfig(dim=384, depth=12, num_heads=6, mlp_dim=1536),
+    "vit-base/16": ViTConfig(dim=768, depth=12, num_heads=12, mlp_dim=3072),
+    # The course's small models, sized for a laptop CPU: 7 x 7 = 49 patches of 4 x 4 pixels.
+    "course-28/4": ViTConfig(
+        image_size=28,
+        patch_size=4,
+        in_channels=1,
+        num_classes=10,
+        dim=128,
+        depth=6,
+        num_heads=4,
+        mlp_dim=256,
+    ),
+    # 8 x 8 = 64 patches of 4 x 4 pixels for 32 x 32 colour images (CIFAR).
+    "course-32/4": ViTConfig(
+        image_size=32,
+        patch_size=4,
+        in_channels=3,
+        num_classes=10,
+        dim=192,
+        depth=6,
+        num_heads=6,
+        mlp_dim=384,
+    ),
+}
+
+
+def preset(name: str, **changes) -> ViTConfig:
+    """A named config, with any fields changed: `preset("course-28/4", depth=4)`."""
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}: expected one of {', '.join(PRESETS)}")
+    return replace(PRESETS[name], **changes)
+
+
+class VisionTransformer(nn.Module):
+    """(B, C, H, W) images -> (B, num_classes) logits."""
+
+    def __init__(self, config: ViTConfig):
+        super().__init__()
+        self.config = c = config
+        self.patch_embed = PatchEmbedding(c.image_size, c.patch_size, c.in_channels, c.dim)
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, c.dim))
+        # Learned embeddings train; sin-cos ones are fixed (a parameter that does not train keeps
+        # the state dict the same shape either way).
+        self.pos_embed = nn.Parameter(
+            torch.zeros(1, c.num_tokens, c.dim), requires_grad=c.pos_embed == "learned"
+        )
+        self.pos_drop = nn.Dropout(c.dropout)
+        self.blocks = nn.ModuleList(
+            TransformerBlock(
+                c.dim,
+                c.num_heads,
+                c.mlp_dim,
+                qkv_bias=c.qkv_bias,
+                dropout=c.dropout,
+                attn_dropout=c.attn_dropout,
+                drop_path=c.drop_path * i / max(c.depth - 1, 1),  # deeper blocks are skipped more
+            )
+            for i in range(c.depth)
+        )
+        self.norm = nn.LayerNorm(c.dim, eps=1e-6)
+        self.head = nn.Linear(c.dim, c.num_classes)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """timm's initialisation: small truncated-normal weights, zero biases."""
+        if self.config.pos_embed == "sincos":
+            pos = sincos_2d_position_embedding(self.config.grid_size, self.config.dim)
+            with torch.no_grad():
+                self.pos_embed[:, 1:] = pos  # the cls token's slot stays zero
+                self.pos_embed[:, :1] = 0.0
+        else:
+            nn.init.trunc_normal_(self.pos_embed, std=0.02)
+        nn.init.normal_(self.cls_token, std=1e-6)
+        for module in self.modules():
+            if isinstance(module, nn.Linear):
+                nn.init.trunc_normal_(module.weight, std=0.02)
+                nn.init.zeros_(module.bias) if module.bias is not None else None
+
+    def embed(self, images: torch.Tensor) -> torch.Tensor:
+        """(B, C, H, W) -> (B, T, D): patch tokens, the cls token in front, positions added."""
+        c = self.config
+        if images.ndim != 4:
+            raise ValueError(f"expected images (B, C, H, W), got shape {tuple(images.shape)}")
+        B, C, H, W = images.shape
+        if C != c.in_channels:
+            raise ValueError(f"expected {c.in_channels} image channels, got {C}")
+        if (H, W) != (c.image_size, c.image_size):
+            raise ValueError(
+                f"expected {c.image_size}x{c.image_size} images, got {H}x{W}; "
+                "to run at another resolution, call model.set_image_size(new_size) first"
+            )
+        x = self.patch_embed(images)  # (B, N, D)
+        cls = self.cls_token.expand(B, -1, -1)  # (1, 1, D) -> (B, 1, D)
+        x = torch.cat([cls, x], dim=1)  # (B, N, D) -> (B, T, D)
+        return self.pos_drop(x + self.pos_embed)
+
+    def forward_features(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, T, D) -> (B, T, D): every block in turn, then the final LayerNorm."""
+        for block in self.blocks:
+            x = block(x)
+        return self.norm(x)
+
+    def forward_head(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, T, D) -> (B, num_classes): pool the tokens into one vector, then classify it."""
+        pooled = x[:, 0] if self.config.pool == "cls" else x[:, 1:].mean(dim=1)  # (B, D)
+        return self.head(pooled)
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        return self.forward_head(self.forward_features(self.embed(images)))
+
+    def attention_maps(self, images: torch.Tensor) -> torch.Tensor:
+        """The attention weights of every block: (layers, B, h, T, T).
+
+        Runs the written-out attention, so it is slower than `forward`; wrap it in
+        `torch.no_grad()` when you only want to look.
+        """
+        x = self.embed(images)
+        maps = []
+        for block in self.blocks:
+            x, weights = block(x, return_weights=True)
+            maps.append(weights)
+        return torch.stack(maps)
+
+    def set_image_size(self, image_size: int) -> None:
+        """Run at another resolution: the position embeddings are resized to the new patch grid."""
+        new = replace(self.config, image_size=image_size)  # checks the new size against the patch
+        if new.pos_embed == "sincos":
+            pos = sincos_2d_position_embedding(new.grid_size, new.dim)[None]
+            pos = torch.cat([self.pos_embed[:, :1].detach(), pos.to(self.pos_embed)], dim=1)
+        else:
+            pos = resize_pos_embed(self.pos_embed.detach(), new.grid_size)
+        self.pos_embed = nn.Parameter(pos, requires_grad=self.pos_embed.requires_grad)
+        self.patch_embed.image_size = image_size
+        self.patch_embed.grid_size = new.grid_size
+        self.patch_embed.num_patches = new.num_patches
+        self.config = new
+
+    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
+        """As `nn.Module.load_state_dict`, but a tensor of the wrong shape gets a clear error."""
+        own = self.state_dict()
+        wrong = [
+            f"{key}: checkpoint {tuple(value.shape)}, model {tuple(own[key].shape)}"
+            for key, value in state_dict.items()
+            if key in own and value.shape != own[key].shape
+        ]
+        if wrong:
+            raise ValueError(
+                "the weights were saved from a model of another shape (compare the configs):\n  "
+                + "\n  ".join(wrong)
+            )
+        return super().load_state_dict(state_dict, strict=strict, assign=assign)
+
+    def num_parameters(self) -> int:
+        """Parameters that train (sin-cos position embeddings do not)."""
+        return sum(p.numel() for p in self.parameters() if p.requires_grad)
+
+    def config_dict(self) -> dict:
+        """The config as a plain dict, for checkpoints and metrics files."""
+        return asdict(self.config)
+
+
+def from_timm(model: nn.Module) -> VisionTransformer:
+    """A `VisionTransformer` with the weights of a timm `VisionTransformer` (same outputs).
+
+    Supports the classic ViT: one cls token, learned position embeddings, LayerNorm, no layer
+    scale or register tokens, "token" or "avg" pooling without timm's extra `fc_norm`.
+    """
+    attn = model.blocks[0].attn
+    unsupported = {
+        "register tokens or no cls token": getattr(model, "num_prefix_tokens", 1) != 1
+        or getattr(model, "cls_token", None) is None,
+        "position embeddings without the cls token (no_embed_class)": getattr(
+            model, "no_embed_class", False
+        ),
+        "fc_norm after pooling": not isinstance(
+            getattr(model, "fc_norm", nn.Identity()), nn.Identity
+        ),
+        "layer scale": not isinstance(model.blocks[0].ls1, nn.Identity),
+        "q/k normalisation": not isinstance(attn.q_norm, nn.Identity),
+        "a pre-norm before the blocks": not isinstance(model.norm_pre, nn.Identity),
+        f"global_pool {model.global_pool!r}": model.global_pool not in ("token", "avg"),
+        "a non-square input": model.patch_embed.img_size[0] != model.patch_embed.img_size[1],
+    }
+    problems = [name for name, present in unsupported.items() if present]
+    if problems:
+        raise ValueError(
+            f"this timm ViT has features vitcourse does not model: {', '.join(problems)}"
+        )
+    config = ViTConfig(
+        image_size=model.patch_embed.img_size[0],
+        patch_size=model.patch_embed.patch_size[0],
+        in_channels=model.patch_embed.proj.in_channels,
+        num_classes=model.num_classes,
+        dim=model.embed_dim,
+        depth=len(model.blocks),
+        num_heads=attn.num_heads,
+        mlp_dim=model.blocks[0].mlp.fc1.out_features,
+        qkv_bias=attn.qkv.bias is not None,
+        pool="cls" if model.global_pool == "token" else "mean",
+    )
+    ours = VisionTransformer(config)
+    # Our names are timm's; timm's extra modules here are parameter-free (Identity, Dropout).
+    ours.load_state_dict(model.state_dict())
+    return ours
+
+
+def from_torchvision(model: nn.Module) -> VisionTransformer:
+    """A `VisionTransformer` with the weights of a torchvision `VisionTransformer` (same outputs)."""
+    if getattr(model, "representation_size", None) is not None:
+        raise ValueError(
+            "torchvision ViTs with a representation (pre-logits) layer are not supported"
+        )
+    layers = list(model.encoder.layers)
+    config = ViTConfig(
+        image_size=model.image_size,
+        patch_size=model.patch_size,
+        in_channels=model.conv_proj.in_channels,
+        num_classes=model.num_classes,
+        dim=model.hidden_dim,
+        depth=len(layers),
+        num_heads=layers[0].self_attention.num_heads,
+        mlp_dim=model.mlp_dim,
+        qkv_bias=layers[0].self_attention.in_proj_bias is not None,
+    )
+    theirs = model.state_dict()
+    state = {
+        "patch_embed.proj.weight": theirs["conv_proj.weight"],
+        "patch_embed.proj.bias": theirs["conv_proj.bias"],
+        "cls_token": theirs["class_token"],
+        "pos_embed": theirs["encoder.pos_embedding"],
+        "norm.weight": theirs["encoder.ln.weight"],
+        "norm.bias": theirs["encoder.ln.bias"],
+        "head.weight": theirs["heads.head.weight"],
+        "head.bias": theirs["heads.head.bias"],
+    }
+    names = {  # ours -> torchvision's, inside block i
+        "norm1": "ln_1",
+        "norm2": "ln_2",
+        "attn.qkv": "self_attention.in_proj",
+        "attn.proj": "self_attention.out_proj",
+        "mlp.fc1": "mlp.0",
+        "mlp.fc2": "mlp.3",
+    }
+    for i in range(config.depth):
+        prefix = f"encoder.layers.encoder_layer_{i}."
+        for ours, tv in names.items():
+            for kind in ("weight", "bias"):
+                # nn.MultiheadAttention stores its packed q, k, v projection as in_proj_weight.
+                key = f"{tv}_{kind}" if tv.endswith("in_proj") else f"{tv}.{kind}"
+                if prefix + key in theirs:
+                    state[f"blocks.{i}.{ours}.{kind}"] = theirs[prefix + key]
+    vit = VisionTransformer(config)
+    vit.load_state_dict(state)
+    return vit
