@@ -1,0 +1,643 @@
+"""Exercise checks: compare a learner's code with the reference and explain what went wrong.
+
+Used by the exercises in notebooks 01-05. Each check runs the learner's function (or module, with
+the reference's weights loaded into it) on seeded inputs and compares with `vitcourse`'s own
+version. On success it returns the learner's object, so the notebook goes on with their code. On a
+wrong answer it raises an AssertionError whose hint names the likely mistake: each check knows
+the classic ones, recomputes them, and recognises a matching output. If the exercise still raises
+`NotImplementedError`, it says so and returns the reference, so the rest of the notebook runs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from vitcourse import attention, block, embedding, patching, vit
+
+# (hint, a function computing the output that mistake would give); used by `_compare`.
+Mistakes = list[tuple[str, Callable[[], torch.Tensor]]]
+
+
+class _Open(Exception):
+    """The learner's code raised NotImplementedError."""
+
+
+def _call(fn: Callable, *args, **kwargs):
+    try:
+        return fn(*args, **kwargs)
+    except NotImplementedError as e:
+        raise _Open from e
+
+
+def _still_open(name: str, reference):
+    print(
+        f"… {name}: not written yet (it raises NotImplementedError). The reference solution "
+        "stands in for now, so the rest of the notebook runs. Come back to it!"
+    )
+    return reference
+
+
+def _passed(name: str, learner):
+    print(f"✓ {name}: correct, it matches the reference. Well done!")
+    return learner
+
+
+def _fail(name: str, problem: str, hint: str = ""):
+    raise AssertionError(
+        f"{name} is not right yet: {problem}" + (f"\nHint: {hint}" if hint else "")
+    )
+
+
+def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.shape == b.shape and torch.allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def _compare(
+    name: str,
+    got,
+    expected: torch.Tensor,
+    mistakes: Mistakes = (),
+    generic: str = "",
+    shape_hints: dict | None = None,
+) -> None:
+    """Pass silently if `got` equals `expected`; otherwise fail with the best hint we have."""
+    if not isinstance(got, torch.Tensor):
+        _fail(name, f"it should return a tensor, but returned {type(got).__name__}")
+    if got.shape != expected.shape:
+        hint = (shape_hints or {}).get(tuple(got.shape), "")
+        _fail(
+            name,
+            f"expected an output of shape {tuple(expected.shape)}, got {tuple(got.shape)}",
+            hint,
+        )
+    if _close(got, expected):
+        return
+    if not torch.isfinite(got).all():
+        _fail(name, "the output holds NaN or infinite values", generic)
+    for hint, mistaken in mistakes:
+        try:
+            wrong = mistaken()
+        except Exception:  # a mistake that cannot even be computed on these inputs
+            continue
+        if _close(got, wrong):
+            _fail(name, "the shape is right but the values are not", hint)
+    _fail(name, "the shape is right but the values are not", generic)
+
+
+def _seeded(*shape: int, seed: int = 0) -> torch.Tensor:
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+def _randomized(module: nn.Module, seed: int = 0) -> nn.Module:
+    """Give every parameter (LayerNorm gains included) distinct random values, so that two
+    different computations cannot agree by accident."""
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in module.parameters():
+            p.copy_(torch.randn(p.shape, generator=gen) * 0.3 + (1.0 if p.ndim == 1 else 0.0))
+    return module.eval()
+
+
+def _load_reference_weights(name: str, learner: nn.Module, reference: nn.Module) -> None:
+    try:
+        learner.load_state_dict(reference.state_dict())
+    except RuntimeError as e:
+        _fail(
+            name,
+            "its parameters do not match the reference's names and shapes "
+            f"({str(e).splitlines()[0]})",
+            "keep __init__ exactly as given; write only forward.",
+        )
+    learner.eval()
+
+
+# --- notebook 01: patches ----------------------------------------------------------------------
+
+
+def check_patchify(fn: Callable) -> Callable:
+    """Check `fn(images, patch_size) -> (B, N, P*P*C)`."""
+    name = "patchify"
+    images = _seeded(2, 3, 8, 12)  # a 2 x 3 grid of 4 x 4 patches, not square on purpose
+    B, C, H, W, P = 2, 3, 8, 12, 4
+    try:
+        got = _call(fn, images.clone(), P)
+    except _Open:
+        return _still_open(name, patching.patchify)
+    grid = images.reshape(B, C, H // P, P, W // P, P)
+    mistakes = [
+        (
+            "the patches come out column by column. Walk the grid like reading a page: along the "
+            "first row left to right, then the next row (permute grid rows before grid columns).",
+            lambda: grid.permute(0, 4, 2, 3, 5, 1).reshape(B, 6, P * P * C),
+        ),
+        (
+            "each patch has the right pixels, but in the wrong order: channels should come last, "
+            "(row, column, channel), as in the paper. Permute to (B, H/P, W/P, P, P, C).",
+            lambda: grid.permute(0, 2, 4, 1, 3, 5).reshape(B, 6, P * P * C),
+        ),
+        (
+            "inside each patch the pixels are read column by column; read them row by row.",
+            lambda: grid.permute(0, 2, 4, 5, 3, 1).reshape(B, 6, P * P * C),
+        ),
+        (
+            "a plain reshape does not cut out squares: it takes numbers in memory order (whole pixel "
+            "rows). First split each side into (grid, pixel) with reshape, then permute, then reshape.",
+            lambda: images.reshape(B, 6, P * P * C),
+        ),
+    ]
+    _compare(
+        name,
+        got,
+        patching.patchify(images, P),
+        mistakes,
+        shape_hints={(B, P * P * C, 6): "the last two axes are swapped: (B, N, P*P*C) wanted."},
+    )
+    return _passed(name, fn)
+
+
+def check_unpatchify(fn: Callable) -> Callable:
+    """Check `fn(patches, patch_size, image_size=(H, W)) -> (B, C, H, W)`, patchify's inverse."""
+    name = "unpatchify"
+    images = _seeded(2, 3, 8, 12)
+    patches = patching.patchify(images, 4)
+    try:
+        got = _call(fn, patches.clone(), 4, (8, 12))
+    except _Open:
+        return _still_open(name, patching.unpatchify)
+    undo = (
+        "undo patchify's steps in reverse: reshape to (B, H/P, W/P, P, P, C), permute to "
+        "(B, C, H/P, P, W/P, P), then reshape to (B, C, H, W)."
+    )
+    mistakes = [
+        (
+            "a plain reshape does not put the squares back; " + undo,
+            lambda: patches.reshape(2, 3, 8, 12),
+        )
+    ]
+    _compare(
+        name, got, images, mistakes, generic="unpatchify(patchify(x)) should give x back: " + undo
+    )
+    return _passed(name, fn)
+
+
+# --- notebook 02: embeddings -------------------------------------------------------------------
+
+
+def check_patch_embedding(cls: type) -> type:
+    """Check a PatchEmbedding class: `cls(image_size, patch_size, in_channels, dim)`, (B, C, H, W) -> (B, N, D)."""
+    name = "PatchEmbedding"
+    sizes = {"image_size": 16, "patch_size": 4, "in_channels": 3, "dim": 8}
+    torch.manual_seed(0)
+    reference = _randomized(embedding.PatchEmbedding(**sizes))
+    images = _seeded(2, 3, 16, 16)
+    try:
+        learner = _call(cls, **sizes)
+        _load_reference_weights(name, learner, reference)
+        with torch.no_grad():
+            got = _call(learner, images.clone())
+    except _Open:
+        return _still_open(name, embedding.PatchEmbedding)
+    with torch.no_grad():
+        conv = reference.proj(images)  # (B, D, H/P, W/P)
+    mistakes = [
+        (
+            "a reshape from (B, D, N) to (B, N, D) mixes up numbers; swap the axes with "
+            ".transpose(1, 2) instead.",
+            lambda: conv.reshape(2, 16, 8),
+        ),
+        (
+            "the patches come out column by column: flatten the (H/P, W/P) grid as it is, row by row.",
+            lambda: conv.transpose(2, 3).flatten(2).transpose(1, 2),
+        ),
+    ]
+    _compare(
+        name,
+        got,
+        reference(images).detach(),
+        mistakes,
+        shape_hints={
+            (2, 8, 16): "that is (B, D, N): move the width D last with .transpose(1, 2).",
+            (2, 8, 4, 4): "that is the convolution's (B, D, H/P, W/P): flatten the grid into N "
+            "tokens, then put D last: .flatten(2).transpose(1, 2).",
+        },
+    )
+    return _passed(name, cls)
+
+
+def check_embed_tokens(fn: Callable) -> Callable:
+    """Check `fn(patch_tokens (B, N, D), cls_token (1, 1, D), pos_embed (1, T, D)) -> (B, T, D)`."""
+    name = "embed_tokens"
+    x, cls_token, pos = _seeded(3, 4, 6, seed=1), _seeded(1, 1, 6, seed=2), _seeded(1, 5, 6, seed=3)
+    try:
+        got = _call(fn, x.clone(), cls_token.clone(), pos.clone())
+    except _Open:
+        return _still_open(name, embed_tokens)
+    mistakes = [
+        (
+            "the cls token goes in front, at position 0: torch.cat([cls, x], dim=1).",
+            lambda: torch.cat([x, cls_token.expand(3, -1, -1)], 1) + pos,
+        ),
+        (
+            "the position embeddings are missing: add pos_embed to every token, the cls token too.",
+            lambda: torch.cat([cls_token.expand(3, -1, -1), x], 1),
+        ),
+        (
+            "the cls token should get position embedding 0 as well: add pos_embed after "
+            "concatenating.",
+            lambda: torch.cat([cls_token.expand(3, -1, -1), x + pos[:, 1:]], 1),
+        ),
+    ]
+    _compare(
+        name,
+        got,
+        embed_tokens(x, cls_token, pos),
+        mistakes,
+        shape_hints={
+            (3, 4, 6): "the cls token is an extra token, concatenated in front (T = N + 1), "
+            "not added to the patch tokens.",
+        },
+    )
+    return _passed(name, fn)
+
+
+def embed_tokens(
+    patch_tokens: torch.Tensor, cls_token: torch.Tensor, pos_embed: torch.Tensor
+) -> torch.Tensor:
+    """(B, N, D) patch tokens -> (B, T, D): the cls token in front, position embeddings added.
+
+    The reference for notebook 02's exercise; `VisionTransformer.embed` does the same.
+    """
+    cls = cls_token.expand(patch_tokens.shape[0], -1, -1)  # (1, 1, D) -> (B, 1, D)
+    return torch.cat([cls, patch_tokens], dim=1) + pos_embed
+
+
+# --- notebook 03: attention --------------------------------------------------------------------
+
+
+def check_attention(fn: Callable) -> Callable:
+    """Check `fn(q, k, v) -> (out, weights)` on (B, h, T, d) inputs."""
+    name = "attention"
+    q, k, v = (
+        _seeded(2, 3, 5, 8, seed=1) * 2,
+        _seeded(2, 3, 5, 8, seed=2) * 2,
+        _seeded(2, 3, 5, 8, seed=3),
+    )
+    try:
+        result = _call(fn, q.clone(), k.clone(), v.clone())
+    except _Open:
+        return _still_open(name, attention.scaled_dot_product_attention)
+    if not (isinstance(result, tuple) and len(result) == 2):
+        _fail(
+            name,
+            f"it should return a pair (out, weights), got {type(result).__name__}",
+            "end with: return weights @ v, weights",
+        )
+    out, weights = result
+    expected_out, expected_weights = attention.scaled_dot_product_attention(q, k, v)
+    scores = q @ k.transpose(-2, -1)
+    weight_mistakes = [
+        (
+            "the scores are not scaled: divide q @ k^T by sqrt(d), d the width of q, before the softmax.",
+            lambda: scores.softmax(-1),
+        ),
+        (
+            "divide by sqrt(d), not by d: the scores' spread grows like sqrt(d).",
+            lambda: (scores / 8).softmax(-1),
+        ),
+        (
+            "softmax over the wrong axis: each query's weights over the keys must sum to 1, so take "
+            "the softmax over the last axis (dim=-1).",
+            lambda: (scores / math.sqrt(8)).softmax(-2),
+        ),
+        (
+            "the scores are transposed: row i should be query i's scores, so compute q @ k^T, "
+            "not k @ q^T.",
+            lambda: (scores.transpose(-2, -1) / math.sqrt(8)).softmax(-1),
+        ),
+        (
+            "the weights are transposed: row i should be query i's weights over the keys.",
+            lambda: (scores / math.sqrt(8)).softmax(-1).transpose(-2, -1),
+        ),
+    ]
+    _compare(
+        name + " weights",
+        weights,
+        expected_weights,
+        weight_mistakes,
+        generic="weights = softmax(q @ k.transpose(-2, -1) / sqrt(d), dim=-1).",
+    )
+    _compare(
+        name + " output",
+        out,
+        expected_out,
+        [
+            (
+                "the output mixes the values with the transposed weights: out = weights @ v.",
+                lambda: expected_weights.transpose(-2, -1) @ v,
+            )
+        ],
+        generic="out = weights @ v.",
+    )
+    return _passed(name, fn)
+
+
+def check_multi_head_attention(cls: type) -> type:
+    """Check a multi-head self-attention class: `cls(dim, num_heads)` with `qkv` and `proj`, (B, T, D) -> (B, T, D)."""
+    name = "MultiHeadSelfAttention"
+    B, T, D, h = 2, 5, 12, 3
+    d = D // h
+    reference = _randomized(attention.MultiHeadSelfAttention(D, h))
+    x = _seeded(B, T, D)
+    try:
+        learner = _call(cls, D, h)
+        _load_reference_weights(name, learner, reference)
+        with torch.no_grad():
+            got = _call(learner, x.clone())
+    except _Open:
+        return _still_open(name, attention.MultiHeadSelfAttention)
+    with torch.no_grad():
+        qkv = reference.qkv(x)  # (B, T, 3D)
+        right = qkv.reshape(B, T, 3, h, d).permute(2, 0, 3, 1, 4)  # (3, B, h, T, d)
+        naive = (
+            qkv.reshape(B, T, 3, D).permute(2, 0, 1, 3).reshape(3, B, h, T, d)
+        )  # no head axis move
+
+        def attend(q, k, v, scale=None):
+            scale = math.sqrt(d) if scale is None else scale
+            return ((q @ k.transpose(-2, -1)) / scale).softmax(-1) @ v  # (B, h, T, d)
+
+        def merge(out):
+            return out.transpose(1, 2).reshape(B, T, D)
+
+        mistakes = [
+            (
+                "the heads are split without moving the head axis: reshape (B, T, D) to (B, T, h, d) "
+                "first, then transpose to (B, h, T, d).",
+                lambda: reference.proj(merge(attend(*naive))),
+            ),
+            (
+                "the heads are split without moving the head axis (and merged the same way): reshape "
+                "to (B, T, h, d), then transpose to (B, h, T, d); undo both when merging.",
+                lambda: reference.proj(attend(*naive).reshape(B, T, D)),
+            ),
+            (
+                "the heads are merged without moving the head axis back: out.transpose(1, 2) to "
+                "(B, T, h, d) before reshaping to (B, T, D).",
+                lambda: reference.proj(attend(*right).reshape(B, T, D)),
+            ),
+            (
+                "the output projection is missing: finish with self.proj(out).",
+                lambda: merge(attend(*right)),
+            ),
+            (
+                "scale by sqrt(d) with d = D / h, the width of one head, not by sqrt(D).",
+                lambda: reference.proj(merge(attend(*right, scale=math.sqrt(D)))),
+            ),
+            (
+                "the scores are not scaled by sqrt(d).",
+                lambda: reference.proj(merge(attend(*right, scale=1.0))),
+            ),
+        ]
+        _compare(name, got, reference(x), mistakes)
+    return _passed(name, cls)
+
+
+# --- notebook 04: the transformer block --------------------------------------------------------
+
+
+def check_layer_norm(fn: Callable) -> Callable:
+    """Check `fn(x, weight, bias, eps=1e-6)`: LayerNorm over the last axis, as F.layer_norm."""
+    name = "layer_norm"
+    x = _seeded(2, 4, 6) * 3 + 1
+    weight, bias = _seeded(6, seed=1), _seeded(6, seed=2)
+    try:
+        got = _call(fn, x.clone(), weight, bias, 1e-6)
+    except _Open:
+        return _still_open(name, layer_norm)
+    mean = x.mean(-1, keepdim=True)
+    mistakes = [
+        (
+            "use the population variance (divide by D, not D - 1): x.var(dim=-1, unbiased=False).",
+            lambda: (x - mean) / torch.sqrt(x.var(-1, keepdim=True) + 1e-6) * weight + bias,
+        ),
+        (
+            "normalise each token on its own, over its D features (the last axis), not across tokens.",
+            lambda: (
+                (x - x.mean(1, keepdim=True))
+                / torch.sqrt(x.var(1, keepdim=True, unbiased=False) + 1e-6)
+                * weight
+                + bias
+            ),
+        ),
+        (
+            "after normalising, scale by weight and shift by bias (LayerNorm's learned gain and offset).",
+            lambda: F.layer_norm(x, (6,), eps=1e-6),
+        ),
+    ]
+    _compare(
+        name,
+        got,
+        F.layer_norm(x, (6,), weight, bias, 1e-6),
+        mistakes,
+        generic="(x - mean) / sqrt(var + eps) * weight + bias, mean and var over the last axis.",
+    )
+    return _passed(name, fn)
+
+
+def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float = 1e-6):
+    """LayerNorm written out, the reference for notebook 04's exercise."""
+    mean = x.mean(dim=-1, keepdim=True)
+    var = x.var(dim=-1, keepdim=True, unbiased=False)
+    return (x - mean) / torch.sqrt(var + eps) * weight + bias
+
+
+def check_transformer_block(cls: type) -> type:
+    """Check a pre-norm block: `cls(dim, num_heads, mlp_dim)` with norm1, attn, norm2, mlp."""
+    name = "TransformerBlock"
+    reference = _randomized(block.TransformerBlock(12, 3, 24))
+    x = _seeded(2, 5, 12)
+    try:
+        learner = _call(cls, 12, 3, 24)
+        _load_reference_weights(name, learner, reference)
+        with torch.no_grad():
+            got = _call(learner, x.clone())
+    except _Open:
+        return _still_open(name, block.TransformerBlock)
+    r = reference
+    with torch.no_grad():
+
+        def two_steps(first, second):
+            h = first(x)
+            return second(h)
+
+        mistakes = [
+            (
+                "that is post-norm (normalise after adding). The ViT normalises *before* each branch: "
+                "x = x + self.attn(self.norm1(x)).",
+                lambda: two_steps(
+                    lambda x: r.norm1(x + r.attn(x)), lambda h: r.norm2(h + r.mlp(h))
+                ),
+            ),
+            (
+                "the attention branch's residual is missing: x = x + self.attn(self.norm1(x)).",
+                lambda: two_steps(lambda x: r.attn(r.norm1(x)), lambda h: h + r.mlp(r.norm2(h))),
+            ),
+            (
+                "the MLP branch's residual is missing: x = x + self.mlp(self.norm2(x)).",
+                lambda: two_steps(lambda x: x + r.attn(r.norm1(x)), lambda h: r.mlp(r.norm2(h))),
+            ),
+            (
+                "add each branch to the un-normalised x: x = x + self.attn(self.norm1(x)), "
+                "not x = norm1(x); x = x + attn(x).",
+                lambda: two_steps(
+                    lambda x: r.norm1(x) + r.attn(r.norm1(x)),
+                    lambda h: r.norm2(h) + r.mlp(r.norm2(h)),
+                ),
+            ),
+            (
+                "norm1 belongs to the attention branch and norm2 to the MLP branch.",
+                lambda: two_steps(
+                    lambda x: x + r.attn(r.norm2(x)), lambda h: h + r.mlp(r.norm1(h))
+                ),
+            ),
+            (
+                "both branches read the block's input; the MLP should read the output of the "
+                "attention step: first x = x + attn(...), then x = x + mlp(norm2(x)).",
+                lambda: x + r.attn(r.norm1(x)) + r.mlp(r.norm2(x)),
+            ),
+        ]
+        _compare(name, got, reference(x), mistakes)
+    return _passed(name, cls)
+
+
+# --- notebook 05: the vision transformer --------------------------------------------------------
+
+_TINY = vit.ViTConfig(
+    image_size=16,
+    patch_size=4,
+    in_channels=3,
+    num_classes=5,
+    dim=12,
+    depth=2,
+    num_heads=3,
+    mlp_dim=24,
+)
+
+
+def check_vision_transformer(cls: type) -> type:
+    """Check a ViT class: `cls(config)` with the reference's submodules, images -> logits."""
+    name = "VisionTransformer"
+    reference = _randomized(vit.VisionTransformer(_TINY))
+    images = _seeded(2, 3, 16, 16)
+    try:
+        learner = _call(cls, _TINY)
+        _load_reference_weights(name, learner, reference)
+        with torch.no_grad():
+            got = _call(learner, images.clone())
+    except _Open:
+        return _still_open(name, vit.VisionTransformer)
+    r = reference
+    with torch.no_grad():
+        patches = r.patch_embed(images)
+        cls_tok = r.cls_token.expand(2, -1, -1)
+
+        def run(tokens, pool=lambda t: t[:, 0], final_norm=True):
+            for b in r.blocks:
+                tokens = b(tokens)
+            return r.head(pool(r.norm(tokens) if final_norm else tokens))
+
+        mistakes = [
+            (
+                "the position embeddings are not added: tokens = tokens + self.pos_embed.",
+                lambda: run(torch.cat([cls_tok, patches], 1)),
+            ),
+            (
+                "the cls token goes in front (position 0), and the head reads it from there.",
+                lambda: run(torch.cat([patches, cls_tok], 1) + r.pos_embed),
+            ),
+            (
+                "the head should classify the cls token, x[:, 0], not the last token.",
+                lambda: run(
+                    torch.cat([cls_tok, patches], 1) + r.pos_embed, pool=lambda t: t[:, -1]
+                ),
+            ),
+            (
+                "this model pools with the cls token (config.pool == 'cls'): use x[:, 0], not a mean.",
+                lambda: run(
+                    torch.cat([cls_tok, patches], 1) + r.pos_embed, pool=lambda t: t.mean(1)
+                ),
+            ),
+            (
+                "the final LayerNorm is missing: apply self.norm after the last block.",
+                lambda: run(torch.cat([cls_tok, patches], 1) + r.pos_embed, final_norm=False),
+            ),
+        ]
+        _compare(
+            name,
+            got,
+            reference(images),
+            mistakes,
+            shape_hints={
+                (2, 17, 5): "the head gives logits per token: pool to one vector per image first "
+                "(the cls token, x[:, 0]).",
+            },
+        )
+    return _passed(name, cls)
+
+
+def check_parameter_count(fn: Callable) -> Callable:
+    """Check `fn(config) -> int`: a ViT's number of trainable parameters, from its sizes alone."""
+    name = "count_parameters"
+    configs = [_TINY, vit.PRESETS["course-28/4"], vit.PRESETS["vit-base/16"]]
+    try:
+        got = [_call(fn, c) for c in configs]
+    except _Open:
+        return _still_open(name, count_parameters)
+    for config, answer in zip(configs, got, strict=True):
+        expected = count_parameters(config)
+        if answer == expected:
+            continue
+        D, L = config.dim, config.depth
+        parts = {
+            "the cls token (D numbers)": D,
+            "the position embeddings (T x D)": config.num_tokens * D,
+            "the LayerNorms (2D each: a gain and a bias; two per block and the final one)": (
+                2 * L + 1
+            )
+            * 2
+            * D,
+            "the biases (each Linear and the patch projection have one per output)": D
+            + L * (3 * D + D + config.mlp_dim + D)
+            + config.num_classes,
+            "the classifier head (D x classes + classes)": D * config.num_classes
+            + config.num_classes,
+        }
+        missing = [part for part, n in parts.items() if n == expected - answer]
+        _fail(
+            name,
+            f"for {config} it gives {answer:,}, the model has {expected:,} "
+            f"({expected - answer:+,} off)",
+            f"did you leave out {missing[0]}?"
+            if missing
+            else "count each piece: patch projection (P*P*C*D + D), cls token, position embeddings, "
+            "per block two LayerNorms, qkv (D*3D + 3D), proj (D*D + D), the MLP, then the final "
+            "LayerNorm and the head.",
+        )
+    return _passed(name, fn)
+
+
+def count_parameters(config: vit.ViTConfig) -> int:
+    """A ViT's trainable parameters, counted from its sizes (reference for notebook 05)."""
+    D, C, P = config.dim, config.in_channels, config.patch_size
+    patch_embed = P * P * C * D + D
+    tokens = D + (config.num_tokens * D if config.pos_embed == "learned" else 0)  # cls + positions
+    attn = D * 3 * D + (3 * D if config.qkv_bias else 0) + D * D + D
+    mlp = D * config.mlp_dim + config.mlp_dim + config.mlp_dim * D + D
+    per_block = 2 * (2 * D) + attn + mlp  # two LayerNorms, attention, MLP
+    head = 2 * D + D * config.num_classes + config.num_classes  # final LayerNorm, classifier
+    return patch_embed + tokens + config.depth * per_block + head
