@@ -94,3 +94,19 @@ def resize_pos_embed(
     )
     grid = grid.permute(0, 2, 3, 1).reshape(1, new_grid_size**2, D)  # -> (1, N', D)
     return torch.cat([prefix, grid], dim=1)
+
+
+def position_similarity(pos_embed: torch.Tensor, num_prefix_tokens: int = 1) -> torch.Tensor:
+    """Cosine similarity of every patch's position embedding with every other's, on the grid.
+
+    `pos_embed` is (1, prefix + N, D) as stored in the model (or (N, D) with no prefix). Returns
+    (g, g, g, g): entry [r, c] is a g x g map of how alike patch (r, c)'s embedding is to each
+    patch's (the ViT paper's Figure 7, centre).
+    """
+    grid = pos_embed[0, num_prefix_tokens:] if pos_embed.ndim == 3 else pos_embed  # (N, D)
+    N = grid.shape[0]
+    g = round(N**0.5)
+    if g * g != N:
+        raise ValueError(f"{N} position embeddings do not make a square grid")
+    unit = F.normalize(grid.detach().float(), dim=-1)
+    return (unit @ unit.T).reshape(g, g, g, g)  # (N, N) -> (g, g, g, g)

@@ -1,0 +1,148 @@
+"""vitcourse.student: student copies keep everything but the solutions, and refuse bad markers."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from vitcourse.student import BEGIN, END, MarkerError, main, strip_solutions, student_notebook
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def notebook(*sources, kind="code"):
+    cells = [
+        {
+            "cell_type": kind,
+            "metadata": {},
+            "source": s,
+            "outputs": [{"x": 1}],
+            "execution_count": 3,
+        }
+        for s in sources
+    ]
+    for c in cells:
+        if kind != "code":
+            del c["outputs"], c["execution_count"]
+    return {
+        "cells": cells,
+        "metadata": {"kernelspec": {"name": "python3"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+
+
+EXERCISE = f"""def patchify(images, patch_size):
+    B, C, H, W = images.shape
+    {BEGIN}
+    x = images.reshape(B, C, H // patch_size, patch_size, W // patch_size, patch_size)
+    return x.secret_answer()
+    {END}
+"""
+
+
+def test_solution_is_replaced_at_its_indentation():
+    source, blocks = strip_solutions(EXERCISE, "nb, cell 0")
+    assert blocks == 1
+    assert source.splitlines() == [
+        "def patchify(images, patch_size):",
+        "    B, C, H, W = images.shape",
+        "    # YOUR CODE HERE",
+        "    raise NotImplementedError()",
+    ]
+    compile(source, "exercise", "exec")  # still valid Python
+
+
+def test_student_notebook_clears_outputs_and_keeps_the_rest():
+    teacher = notebook(EXERCISE, "patchify = check_patchify(patchify)")
+    copy, exercises = student_notebook(teacher, "01.ipynb")
+    assert exercises == 1
+    assert "secret_answer" not in json.dumps(copy)
+    assert copy["cells"][1]["source"] == "patchify = check_patchify(patchify)"
+    assert all(c["outputs"] == [] and c["execution_count"] is None for c in copy["cells"])
+    assert "secret_answer" in json.dumps(teacher), "the teacher's notebook is not modified"
+
+
+def test_markdown_answers_are_removed_too():
+    teacher = notebook(
+        f"Why scale?\n{BEGIN}\nBecause the softmax saturates.\n{END}", kind="markdown"
+    )
+    copy, exercises = student_notebook(teacher, "03.ipynb")
+    assert exercises == 1 and copy["cells"][0]["source"] == "Why scale?\nYOUR ANSWER HERE"
+
+
+@pytest.mark.parametrize(
+    "source, message",
+    [
+        (
+            f"x = 1\n{BEGIN}\ny = 2\n",
+            r"02.ipynb, cell 1: the ### BEGIN SOLUTION on line 2 is never closed",
+        ),
+        (
+            f"x = 1\n{END}\n",
+            r"02.ipynb, cell 1, line 2: ### END SOLUTION without a ### BEGIN SOLUTION",
+        ),
+        (
+            f"{BEGIN}\n{BEGIN}\n{END}\n",
+            r"02.ipynb, cell 1, line 2: ### BEGIN SOLUTION inside the solution opened on line 1",
+        ),
+    ],
+)
+def test_unbalanced_markers_name_the_notebook_and_cell(source, message):
+    with pytest.raises(MarkerError, match=message):
+        student_notebook(notebook("print('hello')", source), "02.ipynb")
+
+
+def test_cli_refuses_bad_markers_and_writes_nothing(tmp_path, capsys):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "01.ipynb").write_text(json.dumps(notebook(EXERCISE)))
+    (src / "02.ipynb").write_text(json.dumps(notebook(f"{BEGIN}\nx = 1\n")))
+    with pytest.raises(SystemExit) as exit_info:
+        main([str(src), str(tmp_path / "out")])
+    assert exit_info.value.code == 2
+    assert "02.ipynb, cell 0" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(SystemExit):
+        main([str(src), str(src)])
+
+
+def _solution_lines(nb: dict) -> tuple[set, set]:
+    """Lines inside solution blocks, and lines outside them, over a notebook's code cells."""
+    inside, outside = set(), set()
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        opened = False
+        for line in "".join(cell["source"]).splitlines():
+            if line.strip().startswith(BEGIN):
+                opened = True
+            elif line.strip().startswith(END):
+                opened = False
+            elif line.strip():
+                (inside if opened else outside).add(line.strip())
+    return inside, outside
+
+
+def test_course_student_copies_hold_nothing_of_the_solutions(tmp_path, capsys):
+    main([str(ROOT / "notebooks"), str(tmp_path)])
+    assert "student notebooks" in capsys.readouterr().out
+    teacher_paths = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    assert sorted(p.name for p in tmp_path.glob("*.ipynb")) == [p.name for p in teacher_paths]
+    for path in teacher_paths:
+        teacher = json.loads(path.read_text())
+        student = json.loads((tmp_path / path.name).read_text())
+        inside, outside = _solution_lines(teacher)
+        student_lines = {
+            line.strip()
+            for c in student["cells"]
+            if c["cell_type"] == "code"
+            for line in "".join(c["source"]).splitlines()
+        }
+        leaked = (inside - outside) & student_lines
+        assert not leaked, f"{path.name}: solution lines left in the student copy: {leaked}"
+        text = json.dumps(student)
+        assert not re.search("BEGIN SOLUTION|END SOLUTION", text)
+        exercises = json.dumps(teacher).count(BEGIN)
+        assert text.count("raise NotImplementedError()") >= exercises

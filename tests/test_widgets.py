@@ -1,0 +1,100 @@
+"""vitcourse.widgets: the figure functions behind the explorers, the explorers' controls, and the
+JupyterLab widget manager that makes them render."""
+
+import re
+import subprocess
+import sys
+
+import matplotlib
+import pytest
+import torch
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+
+from vitcourse import widgets  # noqa: E402
+from vitcourse.embedding import position_similarity, sincos_2d_position_embedding  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+def test_valid_patch_sizes():
+    assert widgets.valid_patch_sizes(28) == [2, 4, 7, 14]
+    assert widgets.valid_patch_sizes(32) == [2, 4, 8, 16]
+
+
+@pytest.mark.parametrize("patch_size", widgets.valid_patch_sizes(28))
+def test_patch_grid_figure_shows_the_sequence(patch_size):
+    image = torch.rand(1, 28, 28)
+    fig = widgets.patch_grid_figure(image, patch_size)
+    left, right = fig.axes
+    N = (28 // patch_size) ** 2
+    assert f"N = {N} tokens" in right.get_title() and f"{N * N:,} scores" in right.get_title()
+    strip = right.images[0].get_array()
+    P = patch_size
+    torch.testing.assert_close(torch.as_tensor(strip[:P, :P]), image[0, :P, :P])  # first patch
+    torch.testing.assert_close(
+        torch.as_tensor(strip[:P, P + 1 : 2 * P + 1]), image[0, :P, P : 2 * P]
+    )
+
+
+def test_position_similarity_known_answers():
+    orthogonal = torch.eye(9)[None]  # (1, N, D), no cls token: every position unlike the others
+    sim = position_similarity(orthogonal, num_prefix_tokens=0)
+    assert sim.shape == (3, 3, 3, 3)
+    torch.testing.assert_close(sim.reshape(9, 9), torch.eye(9))
+    pos = sincos_2d_position_embedding(6, 32)
+    sim = position_similarity(torch.cat([torch.zeros(1, 32), pos])[None])
+    assert torch.allclose(sim[2, 3, 2, 3], torch.tensor(1.0))
+    assert sim[2, 3, 2, 4] > sim[2, 3, 2, 5] > sim[2, 3, 5, 0]  # nearer patches are more alike
+    with pytest.raises(ValueError, match="do not make a square grid"):
+        position_similarity(torch.zeros(1, 8, 4))
+
+
+def test_position_similarity_figure():
+    pos = torch.randn(1, 17, 8)
+    fig = widgets.position_similarity_figure(pos, 1, 2)
+    shown = torch.as_tensor(fig.axes[0].images[0].get_array())
+    torch.testing.assert_close(shown, position_similarity(pos)[1, 2])
+    with pytest.raises(ValueError, match=r"patch \(4, 0\) is outside the 4x4 grid"):
+        widgets.position_similarity_figure(pos, 4, 0)
+
+
+def test_attention_figure_overlays_the_query_row():
+    weights = torch.rand(2, 17, 17).softmax(-1)
+    fig = widgets.attention_figure(weights, query=5, head=1, image=torch.rand(3, 16, 16))
+    left, right = fig.axes[:2]
+    torch.testing.assert_close(torch.as_tensor(left.images[0].get_array()), weights[1])
+    overlay = torch.as_tensor(right.images[1].get_array())
+    torch.testing.assert_close(overlay, weights[1, 5, 1:].reshape(4, 4))
+    bars = widgets.attention_figure(weights, query=0, head=0).axes[1].patches
+    assert [b.get_height() for b in bars] == pytest.approx(weights[0, 0].tolist())
+    with pytest.raises(ValueError, match="head 2 / query 0 out of range: 2 heads, 17 tokens"):
+        widgets.attention_figure(weights, query=0, head=2)
+
+
+def test_explorers_offer_the_right_controls():
+    patch = widgets.patch_size_explorer(torch.rand(1, 28, 28))
+    assert list(patch.children[0].options) == [2, 4, 7, 14] and patch.children[0].value == 4
+    position = widgets.position_similarity_explorer(torch.randn(1, 50, 16))
+    assert [(c.min, c.max) for c in position.children[:2]] == [(0, 6), (0, 6)]
+    attention = widgets.attention_explorer(torch.rand(4, 50, 50))
+    assert [(c.min, c.max) for c in attention.children[:2]] == [(0, 49), (0, 3)]
+
+
+def test_jupyterlab_renders_widgets():
+    """The widget manager extension that ipywidgets 8 needs is installed and enabled."""
+    result = subprocess.run(
+        [sys.executable, "-m", "jupyter", "labextension", "list"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    listing = re.sub(r"\x1b\[[0-9;]*m", "", result.stdout + result.stderr)  # drop colours
+    line = next((e for e in listing.splitlines() if "@jupyter-widgets/jupyterlab-manager" in e), "")
+    assert "enabled" in line and "OK" in line, listing

@@ -1,0 +1,119 @@
+"""Student copies: the teacher's notebooks with every solution taken out.
+
+    python -m vitcourse.student notebooks/ OUT/
+
+In the committed (teacher's) notebooks each exercise's solution sits between the nbgrader-style
+markers `### BEGIN SOLUTION` and `### END SOLUTION`. A student copy replaces each such block with
+`# YOUR CODE HERE` and `raise NotImplementedError()` at the block's indentation, and clears all
+outputs. The check cell after each exercise sees the NotImplementedError, says the exercise is open
+and lends the reference, so a student copy still runs top to bottom. Copies are generated, never
+edited by hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+BEGIN = "### BEGIN SOLUTION"
+END = "### END SOLUTION"
+
+
+class MarkerError(ValueError):
+    """Solution markers that do not pair up."""
+
+
+def strip_solutions(source: str, where: str, markdown: bool = False) -> tuple[str, int]:
+    """Replace each solution block in one cell's source; returns (new source, blocks replaced)."""
+    out: list[str] = []
+    opened = None  # line number of the BEGIN marker we are inside, if any
+    blocks = 0
+    for number, line in enumerate(source.splitlines(), start=1):
+        marker = line.strip()
+        if marker.startswith(BEGIN):
+            if opened is not None:
+                raise MarkerError(
+                    f"{where}, line {number}: {BEGIN} inside the solution opened on line {opened}"
+                )
+            opened, blocks = number, blocks + 1
+            indent = line[: len(line) - len(line.lstrip())]
+            if markdown:
+                out.append(indent + "YOUR ANSWER HERE")
+            else:
+                out += [indent + "# YOUR CODE HERE", indent + "raise NotImplementedError()"]
+        elif marker.startswith(END):
+            if opened is None:
+                raise MarkerError(f"{where}, line {number}: {END} without a {BEGIN} before it")
+            opened = None
+        elif opened is None:
+            out.append(line)
+    if opened is not None:
+        raise MarkerError(f"{where}: the {BEGIN} on line {opened} is never closed by {END}")
+    return "\n".join(out), blocks
+
+
+def student_notebook(notebook: dict, name: str) -> tuple[dict, int]:
+    """A student copy of one notebook (as loaded from JSON); returns (copy, exercises found)."""
+    copy = json.loads(json.dumps(notebook))  # a deep copy; the teacher's stays untouched
+    exercises = 0
+    for index, cell in enumerate(copy["cells"]):
+        source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+        where = f"{name}, cell {index}"
+        if cell["cell_type"] == "code":
+            source, blocks = strip_solutions(source, where)
+            cell["outputs"], cell["execution_count"] = [], None
+        elif cell["cell_type"] == "markdown":
+            source, blocks = strip_solutions(source, where, markdown=True)
+        else:
+            blocks = 0
+        cell["source"] = source
+        exercises += blocks
+    copy["metadata"].setdefault("vitcourse", {})["student_copy"] = True
+    return copy, exercises
+
+
+def make_student_copies(source_dir: str | Path, out_dir: str | Path) -> dict[Path, int]:
+    """Write a student copy of every notebook in `source_dir` to `out_dir`.
+
+    Returns {written path: exercises in it}. Every notebook is checked before any is written, so a
+    bad marker leaves nothing half-done.
+    """
+    source_dir, out_dir = Path(source_dir), Path(out_dir)
+    notebooks = sorted(source_dir.glob("*.ipynb"))
+    if not notebooks:
+        raise FileNotFoundError(f"no notebooks (*.ipynb) in {source_dir}")
+    if out_dir.resolve() == source_dir.resolve():
+        raise ValueError(
+            "the output folder must differ from the source: it would overwrite the "
+            "teacher's notebooks"
+        )
+    copies = {path: student_notebook(json.loads(path.read_text()), path.name) for path in notebooks}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = {}
+    for path, (copy, exercises) in copies.items():
+        target = out_dir / path.name
+        target.write_text(json.dumps(copy, indent=1, ensure_ascii=False) + "\n")
+        written[target] = exercises
+    return written
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m vitcourse.student",
+        description="Write student copies of the course notebooks, solutions removed.",
+    )
+    parser.add_argument("source", help="folder of teacher notebooks, e.g. notebooks/")
+    parser.add_argument("out", help="folder for the student copies")
+    args = parser.parse_args(argv)
+    try:
+        written = make_student_copies(args.source, args.out)
+    except (MarkerError, ValueError, FileNotFoundError) as e:
+        parser.exit(2, f"error: {e}\n")
+    for path, exercises in written.items():
+        print(f"{path}: {exercises} exercise{'s' if exercises != 1 else ''}")
+    print(f"wrote {len(written)} student notebooks to {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,155 @@
+"""Interactive explorers for notebooks 01-03, built with ipywidgets.
+
+Each explorer is a thin slider panel around a figure function that does the work. The figure
+functions are tested and the notebooks call each one once directly: ipywidgets shows and then
+swallows exceptions raised inside its callbacks, so a widget alone would hide a failure from CI.
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import torch
+
+from vitcourse.embedding import position_similarity
+from vitcourse.patching import draw_patch_grid, patchify
+
+# --- notebook 01: patch size -----------------------------------------------------------------
+
+
+def valid_patch_sizes(side: int) -> list[int]:
+    """Patch sizes that tile an image side exactly, from 2 pixels up to half the side."""
+    return [p for p in range(2, side // 2 + 1) if side % p == 0]
+
+
+def patch_grid_figure(image: torch.Tensor, patch_size: int) -> plt.Figure:
+    """One (C, H, W) image in [0, 1] cut into patches: the grid, the token sequence, the cost.
+
+    Left, the image with its numbered patch grid; right, the patches laid out in sequence order,
+    as the transformer reads them. The title gives the sequence length N and the size of the
+    N x N attention matrix, which grows with the square of N.
+    """
+    C, H, W = image.shape
+    patches = patchify(image[None].detach().cpu(), patch_size)[0]  # (N, P*P*C)
+    N = patches.shape[0]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 4), gridspec_kw={"width_ratios": [1, 1.4]})
+    draw_patch_grid(image, patch_size, ax=left, numbers=N <= 64)
+    left.set_title(f"{H}x{W} image, {patch_size}x{patch_size} patches")
+    columns = min(N, 14)
+    rows = -(-N // columns)  # ceiling division
+    strip = torch.ones(rows * (patch_size + 1), columns * (patch_size + 1), C)
+    for n in range(N):
+        r, c = divmod(n, columns)
+        square = patches[n].reshape(patch_size, patch_size, C)  # (P*P*C) -> (P, P, C)
+        strip[
+            r * (patch_size + 1) : r * (patch_size + 1) + patch_size,
+            c * (patch_size + 1) : c * (patch_size + 1) + patch_size,
+        ] = square
+    strip = strip.numpy()
+    right.imshow(strip[..., 0] if C == 1 else strip, cmap="gray", vmin=0, vmax=1)
+    right.set_title(
+        f"the sequence: N = {N} tokens of {patch_size * patch_size * C} numbers\n"
+        f"attention compares every pair: {N}² = {N * N:,} scores per head"
+    )
+    right.axis("off")
+    fig.tight_layout()
+    return fig
+
+
+def patch_size_explorer(image: torch.Tensor):
+    """A slider over the patch sizes that tile `image` (C, H, W in [0, 1])."""
+    import ipywidgets as widgets
+
+    sizes = valid_patch_sizes(image.shape[-1])
+    start = 4 if 4 in sizes else sizes[0]
+    slider = widgets.SelectionSlider(options=sizes, value=start, description="patch size")
+    return widgets.interactive(
+        lambda patch_size: _show(patch_grid_figure(image, patch_size)), patch_size=slider
+    )
+
+
+# --- notebook 02: position embeddings ----------------------------------------------------------
+
+
+def position_similarity_figure(pos_embed: torch.Tensor, row: int, col: int) -> plt.Figure:
+    """How alike patch (row, col)'s position embedding is to every other patch's, as a heatmap."""
+    similarity = position_similarity(pos_embed)  # (g, g, g, g)
+    g = similarity.shape[0]
+    if not (0 <= row < g and 0 <= col < g):
+        raise ValueError(f"patch ({row}, {col}) is outside the {g}x{g} grid")
+    fig, ax = plt.subplots(figsize=(4, 4))
+    image = ax.imshow(similarity[row, col].numpy(), cmap="viridis", vmin=-1, vmax=1)
+    ax.scatter([col], [row], marker="x", color="red")
+    ax.set_title(f"cosine similarity with patch ({row}, {col})")
+    fig.colorbar(image, ax=ax, fraction=0.046)
+    return fig
+
+
+def position_similarity_explorer(pos_embed: torch.Tensor):
+    """Sliders for a patch's row and column; shows its position embedding's similarities."""
+    import ipywidgets as widgets
+
+    g = position_similarity(pos_embed).shape[0]
+    return widgets.interactive(
+        lambda row, col: _show(position_similarity_figure(pos_embed, row, col)),
+        row=widgets.IntSlider(value=g // 2, min=0, max=g - 1, description="row"),
+        col=widgets.IntSlider(value=g // 2, min=0, max=g - 1, description="column"),
+    )
+
+
+# --- notebook 03: attention --------------------------------------------------------------------
+
+
+def attention_figure(
+    weights: torch.Tensor, query: int, head: int, image: torch.Tensor | None = None
+) -> plt.Figure:
+    """One head's attention, and one query token's row of it.
+
+    `weights` is (h, T, T) for one image. Left: the head's whole T x T matrix, the query's row
+    marked. Right: that row; with the (C, H, W) `image` (pixels in [0, 1]) and a cls token plus a
+    square grid of patches, the weights on the patches are laid over the image.
+    """
+    h, T, _ = weights.shape
+    if not (0 <= head < h and 0 <= query < T):
+        raise ValueError(f"head {head} / query {query} out of range: {h} heads, {T} tokens")
+    matrix = weights[head].detach().float()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 4))
+    left.imshow(matrix.numpy(), cmap="magma", vmin=0)
+    left.axhline(query, color="cyan", linewidth=1)
+    left.set_xlabel("key token")
+    left.set_ylabel("query token")
+    left.set_title(f"head {head}: every query's weights (rows sum to 1)")
+    row = matrix[query]
+    g = round((T - 1) ** 0.5)
+    if image is not None and g * g == T - 1:
+        C, H, W = image.shape
+        picture = image.detach().cpu().permute(1, 2, 0).numpy()
+        right.imshow(picture[..., 0] if C == 1 else picture, cmap="gray", extent=(0, W, H, 0))
+        right.imshow(row[1:].reshape(g, g).numpy(), cmap="magma", alpha=0.6, extent=(0, W, H, 0))
+        right.set_title(f"query {query}'s weights on the patches (cls: {row[0]:.2f})")
+        right.axis("off")
+    else:
+        right.bar(range(T), row.numpy())
+        right.set_xlabel("key token")
+        right.set_title(f"query {query}'s weights")
+    fig.tight_layout()
+    return fig
+
+
+def attention_explorer(weights: torch.Tensor, image: torch.Tensor | None = None):
+    """Pick a query token and a head; see where that token looks."""
+    import ipywidgets as widgets
+
+    h, T, _ = weights.shape
+    return widgets.interactive(
+        lambda query, head: _show(attention_figure(weights, query, head, image)),
+        query=widgets.IntSlider(value=0, min=0, max=T - 1, description="query token"),
+        head=widgets.IntSlider(value=0, min=0, max=h - 1, description="head"),
+    )
+
+
+def _show(fig: plt.Figure) -> None:
+    """Display a figure once (inside a widget's output area) and free it."""
+    from IPython.display import display
+
+    display(fig)
+    plt.close(fig)
