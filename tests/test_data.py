@@ -27,6 +27,7 @@ from vitcourse.data import (
     make_loaders,
     prepare_fashion_mnist,
 )
+from vitcourse.environment import is_online
 
 SHIPPED = Path(__file__).resolve().parent.parent / "data" / "FashionMNIST" / "raw"
 
@@ -243,7 +244,7 @@ def test_cifar10_unpacks_an_archive_offline(tmp_path, monkeypatch):
         tar.add(staging / "cifar-10-batches-py", arcname="cifar-10-batches-py")
     _trust(monkeypatch, datasets.CIFAR10, md5s)
     monkeypatch.setattr(datasets.CIFAR10, "tgz_md5", hashlib.md5(archive.read_bytes()).hexdigest())
-    monkeypatch.setattr(data, "_reachable", lambda url, timeout=5.0: pytest.fail("went online"))
+    monkeypatch.setattr(data, "is_online", lambda url, timeout=5.0: pytest.fail("went online"))
     test = load_dataset("cifar10", train=False, root=archive.parent)
     assert len(test) == 12 and test[0][0].shape == (3, 32, 32)
     assert test.classes == list(dataset_info("cifar10").classes)
@@ -268,7 +269,7 @@ def test_missing_dataset_offline_is_a_clear_fast_error(name, tmp_path, monkeypat
 
 
 def test_download_false_never_touches_the_network(tmp_path, monkeypatch):
-    monkeypatch.setattr(data, "_reachable", lambda url, timeout=5.0: pytest.fail("went online"))
+    monkeypatch.setattr(data, "is_online", lambda url, timeout=5.0: pytest.fail("went online"))
     with pytest.raises(DatasetNotFoundError, match="download=False was given"):
         load_dataset("cifar10", root=tmp_path, download=False)
 
@@ -280,7 +281,7 @@ def test_reachability_probe_gives_up_on_a_silent_server():
         server.listen()
         port = server.getsockname()[1]
         start = time.perf_counter()
-        assert data._reachable(f"http://127.0.0.1:{port}/file.gz", timeout=1.0) is False
+        assert is_online(f"http://127.0.0.1:{port}/file.gz", timeout=1.0) is False
         assert time.perf_counter() - start < 3
 
 
@@ -299,7 +300,7 @@ def test_reachability_probe_wants_the_file_not_just_a_connection():
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         base = f"http://127.0.0.1:{server.server_address[1]}"
-        assert data._reachable(f"{base}/missing.gz", timeout=2.0) is False
-        assert data._reachable(f"{base}/file.gz", timeout=2.0) is True
+        assert is_online(f"{base}/missing.gz", timeout=2.0) is False
+        assert is_online(f"{base}/file.gz", timeout=2.0) is True
     finally:
         server.shutdown()

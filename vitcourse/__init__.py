@@ -9,6 +9,8 @@ Each module is one concept, introduced by one notebook (Dosovitskiy et al., "An 
     attention           notebook 03: scaled dot-product and multi-head self-attention
     block               notebook 04: the pre-norm transformer block
     vit                 notebook 05: the whole model, its presets, timm/torchvision weights
+    checks, widgets     notebooks 01-05: exercise checks with hints; interactive explorers
+    student             student copies of the notebooks, solutions removed
 
 Shape legend, used in every docstring and comment:
 

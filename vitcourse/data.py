@@ -16,8 +16,6 @@ import gzip
 import hashlib
 import os
 import socket
-import threading
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -27,7 +25,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, Subset
 from torchvision import datasets, transforms
 
-from vitcourse.environment import pick_device, quick_mode
+from vitcourse.environment import is_online, pick_device, quick_mode
 
 # In quick mode `make_loaders` cuts the splits to these sizes (train, validation, test).
 QUICK_SIZES = (1024, 256, 256)
@@ -261,7 +259,7 @@ def load_dataset(
         reason = None
         if not download:
             reason = "download=False was given"
-        elif not _reachable(url):
+        elif not is_online(url):
             reason = f"{urlparse(url).hostname} cannot be reached (offline?)"
         if reason:
             raise DatasetNotFoundError(_missing_message(info, root, url, reason))
@@ -366,30 +364,6 @@ def _download_url(info: DatasetInfo) -> str:
     if hasattr(cls, "mirrors"):  # MNIST and friends
         return cls.mirrors[0] + cls.resources[0][0]
     return cls.url
-
-
-def _reachable(url: str, timeout: float = 5.0) -> bool:
-    """Does the URL's server answer a HEAD request with success within `timeout` seconds?
-
-    We ask for the file itself rather than just opening a connection: some networks accept every
-    connection and answer with an error page. The name lookup has no timeout of its own, so the
-    probe runs in a thread we stop waiting for: an offline machine answers False in seconds.
-    """
-    ok = []
-
-    def probe() -> None:
-        try:
-            with urllib.request.urlopen(
-                urllib.request.Request(url, method="HEAD"), timeout=timeout
-            ):
-                ok.append(True)
-        except (OSError, ValueError):
-            pass
-
-    thread = threading.Thread(target=probe, daemon=True)
-    thread.start()
-    thread.join(timeout + 1)
-    return bool(ok)
 
 
 def _missing_message(info: DatasetInfo, root: Path, url: str, reason: str) -> str:

@@ -107,6 +107,9 @@ def position_similarity(pos_embed: torch.Tensor, num_prefix_tokens: int = 1) -> 
     N = grid.shape[0]
     g = round(N**0.5)
     if g * g != N:
-        raise ValueError(f"{N} position embeddings do not make a square grid")
+        raise ValueError(
+            f"{N} position embeddings (after {num_prefix_tokens} prefix token(s)) do not make a "
+            "square grid; is num_prefix_tokens right for this model?"
+        )
     unit = F.normalize(grid.detach().float(), dim=-1)
     return (unit @ unit.T).reshape(g, g, g, g)  # (N, N) -> (g, g, g, g)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import platform
+import threading
+import urllib.request
 
 import torch
 
@@ -64,3 +66,27 @@ def environment_report() -> dict[str, str]:
         "quick mode": "on" if quick_mode() else "off",
         "data folder": str(default_root()),
     }
+
+
+def is_online(url: str, timeout: float = 5.0) -> bool:
+    """Does the URL's server answer a HEAD request with success within `timeout` seconds?
+
+    We ask for the file itself rather than just opening a connection: some networks accept every
+    connection and answer with an error page. The name lookup has no timeout of its own, so the
+    probe runs in a thread we stop waiting for: an offline machine answers False in seconds.
+    """
+    ok = []
+
+    def probe() -> None:
+        try:
+            with urllib.request.urlopen(
+                urllib.request.Request(url, method="HEAD"), timeout=timeout
+            ):
+                ok.append(True)
+        except (OSError, ValueError):
+            pass
+
+    thread = threading.Thread(target=probe, daemon=True)
+    thread.start()
+    thread.join(timeout + 1)
+    return bool(ok)
