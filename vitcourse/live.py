@@ -1,0 +1,198 @@
+"""A live training figure: loss and accuracy curves, and where the model looks, updated in place.
+
+Introduced in notebook 06. `LivePlot` is a training callback. It draws one figure, shows it once
+through an IPython display handle, and then changes the figure's artists in place and updates that
+one display, throttled to every few seconds: the notebook keeps a single image however long the
+run, instead of one per update. The attention panels follow a fixed set of validation images: the
+cls token's attention over the patch grid for each head of the last layer, the mean over heads of
+every layer, and the rollout through all layers (`vitcourse.analysis.attention_rollout`).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import torch
+
+from vitcourse.analysis import attention_rollout
+from vitcourse.training import Callback, Trainer
+
+
+@torch.no_grad()
+def cls_attention(model, images: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The cls token's attention over the patch grid, for drawing. Each map is (g, g):
+
+    "heads": (B, h, g, g), last layer; "layers": (B, L, g, g), mean over heads; "rollout": (B, g, g).
+    """
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    maps = model.attention_maps(images.to(device)).float().cpu()  # (L, B, h, T, T)
+    model.train(was_training)
+    L, B, h, T, _ = maps.shape
+    g = round((T - 1) ** 0.5)
+    cls_row = maps[..., 0, 1:]  # what the cls token reads on each patch: (L, B, h, N)
+    return {
+        "heads": cls_row[-1].reshape(B, h, g, g),
+        "layers": cls_row.mean(dim=2).transpose(0, 1).reshape(B, L, g, g),
+        "rollout": attention_rollout(maps)[:, 0, 1:].reshape(B, g, g),
+    }
+
+
+class LivePlot(Callback):
+    """Curves and attention maps during training, updated in one display.
+
+    `images` are a few normalised validation images (B, C, H, W); `pictures` the same in [0, 1]
+    for drawing (default: min-max scaled). Refreshes at most every `every_seconds` seconds, or every
+    `every_steps` steps if given, and at each epoch's end. `png` saves the final figure.
+    """
+
+    def __init__(
+        self,
+        images: torch.Tensor,
+        pictures: torch.Tensor | None = None,
+        every_seconds: float = 10.0,
+        every_steps: int | None = None,
+        png: str | Path | None = None,
+        show: bool = True,
+    ):
+        self.images = images
+        if pictures is None:
+            low, high = (
+                images.amin(dim=(1, 2, 3), keepdim=True),
+                images.amax(dim=(1, 2, 3), keepdim=True),
+            )
+            pictures = (images - low) / (high - low).clamp(min=1e-6)
+        self.pictures = pictures
+        self.every_seconds, self.every_steps = every_seconds, every_steps
+        self.png, self.show = png, show
+        self.handle, self.fig = None, None
+        self.updates = 0
+
+    def on_fit_start(self, trainer: Trainer) -> None:
+        self._build(trainer.model)
+        self.refresh(trainer)
+        if self.show and _in_notebook():
+            from IPython.display import display
+
+            self.handle = display(self.fig, display_id=True)
+
+    def on_step_end(self, trainer: Trainer, loss: float) -> None:
+        due_time = time.monotonic() - self.last >= self.every_seconds
+        due_steps = (
+            self.every_steps is not None and trainer.step - self.last_step >= self.every_steps
+        )
+        if due_time or due_steps:
+            self.refresh(trainer)
+
+    def on_epoch_end(self, trainer: Trainer, record: dict) -> None:
+        self.refresh(trainer)
+
+    def on_fit_end(self, trainer: Trainer) -> None:
+        self.refresh(trainer)
+        if self.png:
+            self.save(self.png)
+
+    def save(self, path: str | Path) -> Path:
+        """Write the figure as it is now to a PNG file."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.fig.savefig(path, dpi=100)
+        return path
+
+    # --- drawing ------------------------------------------------------------------------------
+
+    def _build(self, model) -> None:
+        """Create the figure once; `refresh` only changes its artists' data."""
+        panels = cls_attention(model, self.images)
+        B, h = panels["heads"].shape[:2]
+        L = panels["layers"].shape[1]
+        columns = 2 + h + L  # picture, rollout, heads of the last layer, mean of every layer
+        fig = plt.figure(figsize=(1.3 * columns, 2.6 + 1.3 * B))
+        grid = fig.add_gridspec(B + 2, columns, height_ratios=[2.2, 0.35] + [1] * B)
+        self.loss_ax = fig.add_subplot(grid[0, : columns // 2])
+        self.acc_ax = fig.add_subplot(grid[0, columns // 2 :])
+        (self.step_line,) = self.loss_ax.plot(
+            [], [], color="tab:blue", alpha=0.6, label="train (steps)"
+        )
+        (self.val_loss_line,) = self.loss_ax.plot(
+            [], [], "o-", color="tab:orange", label="validation"
+        )
+        (self.val_acc_line,) = self.acc_ax.plot([], [], "o-", color="tab:green", label="validation")
+        self.loss_ax.set_xlabel("epoch")
+        self.loss_ax.set_title("loss")
+        self.loss_ax.legend(loc="upper right", fontsize=8)
+        self.acc_ax.set_xlabel("epoch")
+        self.acc_ax.set_title("accuracy")
+        titles = (
+            ["image", "rollout"]
+            + [f"last, head {i}" for i in range(h)]
+            + [f"layer {i + 1}" for i in range(L)]
+        )
+        self.maps = []
+        extent = (0, 1, 1, 0)
+        for b in range(B):
+            row = []
+            picture = self.pictures[b].permute(1, 2, 0).cpu().numpy()
+            for c in range(columns):
+                ax = fig.add_subplot(grid[b + 2, c])
+                ax.axis("off")
+                if b == 0:
+                    ax.set_title(titles[c], fontsize=8)
+                ax.imshow(
+                    picture[..., 0] if picture.shape[-1] == 1 else picture,
+                    cmap="gray",
+                    extent=extent,
+                )
+                if c > 0:
+                    row.append(
+                        ax.imshow(
+                            torch.zeros(2, 2).numpy(),
+                            cmap="inferno",
+                            alpha=0.65,
+                            extent=extent,
+                            interpolation="nearest",
+                        )
+                    )
+            self.maps.append(row)
+        fig.tight_layout()
+        plt.close(fig)  # shown through the display handle only, never again by the inline backend
+        self.fig = fig
+
+    def refresh(self, trainer: Trainer) -> None:
+        """Put the latest curves and attention maps into the figure, and update the display."""
+        self.last, self.last_step = time.monotonic(), trainer.step
+        history = trainer.history
+        per_epoch = max(trainer.steps_per_epoch, 1)
+        steps = torch.arange(1, len(history.step_losses) + 1) / per_epoch
+        self.step_line.set_data(steps.numpy(), history.step_losses)
+        epochs = [r["epoch"] for r in history.epochs]
+        self.val_loss_line.set_data(epochs, [r["val_loss"] for r in history.epochs])
+        self.val_acc_line.set_data(epochs, [r["val_acc"] for r in history.epochs])
+        if history.epochs:
+            self.acc_ax.set_title(
+                f"accuracy (validation: {100 * history.epochs[-1]['val_acc']:.1f}%)"
+            )
+        for ax in (self.loss_ax, self.acc_ax):
+            ax.relim()
+            ax.autoscale_view()
+        panels = cls_attention(trainer.model, self.images)
+        for b, row in enumerate(self.maps):
+            maps = [panels["rollout"][b], *panels["heads"][b], *panels["layers"][b]]
+            for artist, m in zip(row, maps, strict=True):
+                artist.set_data(m.numpy())
+                artist.set_clim(0, max(m.max().item(), 1e-6))  # each map to its own scale
+        self.updates += 1
+        if self.handle is not None:
+            self.handle.update(self.fig)
+
+
+def _in_notebook() -> bool:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and shell.__class__.__name__ != "TerminalInteractiveShell"

@@ -1,0 +1,382 @@
+"""Training: a short loop a notebook can show, callbacks for everything else, and safe checkpoints.
+
+Introduced in notebook 06. `Trainer.fit` runs AdamW (weight decay on weight matrices only), a
+learning rate that warms up and then decays along a cosine, label smoothing and gradient clipping,
+and evaluates on the held-out validation split after every epoch. Training can be given a number
+of epochs or a time budget (`minutes`): with a budget, the schedule runs over elapsed time, so "train
+for 10 minutes" gets a full warm-up and decay. Progress bars, live plots and checkpoints are
+callbacks. Ctrl-C (KeyboardInterrupt) stops cleanly: the model and history stay, and a checkpoint
+callback saves them. `Trainer.resume` continues from a checkpoint where it stopped.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from vitcourse.environment import pick_device
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """How to train. Defaults: the course's recipe for Fashion-MNIST on a laptop CPU."""
+
+    epochs: int = 10  # passes over the training split (ignored when minutes is set)
+    minutes: float | None = None  # a time budget instead of epochs: the schedule runs over it
+    lr: float = 2e-3  # peak learning rate, reached at the end of the warm-up
+    weight_decay: float = 0.05  # AdamW decay, applied to weight matrices only
+    warmup: float = 0.05  # fraction of the schedule spent warming up from 0 to lr
+    min_lr_ratio: float = 0.01  # the cosine decays to lr * min_lr_ratio
+    label_smoothing: float = 0.1  # targets 0.9 on the true class, the rest spread over others
+    grad_clip: float = 1.0  # clip the gradient norm to this (0: no clipping)
+    seed: int = 0
+
+    def __post_init__(self):
+        if self.minutes is None and self.epochs < 1:
+            raise ValueError(f"epochs must be at least 1, got {self.epochs}")
+        if self.minutes is not None and self.minutes <= 0:
+            raise ValueError(f"minutes must be positive, got {self.minutes}")
+        if not 0 <= self.warmup < 1:
+            raise ValueError(f"warmup is a fraction of training in [0, 1), got {self.warmup}")
+
+
+def learning_rate(progress: float, config: TrainConfig) -> float:
+    """The learning rate at `progress` in [0, 1] through training: linear warm-up, cosine decay."""
+    if progress < config.warmup:
+        return config.lr * progress / config.warmup
+    decay = (progress - config.warmup) / (1 - config.warmup)
+    cosine = 0.5 * (1 + math.cos(math.pi * min(decay, 1.0)))
+    return config.lr * (config.min_lr_ratio + (1 - config.min_lr_ratio) * cosine)
+
+
+def make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.AdamW:
+    """AdamW with weight decay on the weight matrices of Linear and Conv layers only.
+
+    Biases, LayerNorm gains, the cls token and position embeddings are not pulled towards zero:
+    decaying them only hurts (they are few and set offsets or scales, not feature detectors).
+    """
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        if p.requires_grad:
+            (decay if name.endswith("weight") and p.ndim >= 2 else no_decay).append(p)
+    groups = [
+        {"params": decay, "weight_decay": config.weight_decay},
+        {"params": no_decay, "weight_decay": 0.0},
+    ]
+    return torch.optim.AdamW(groups, lr=config.lr)
+
+
+@torch.no_grad()
+def evaluate(
+    model: nn.Module, loader, device: torch.device | None = None, num_classes: int | None = None
+) -> dict:
+    """Loss, accuracy, confusion matrix and per-class precision, recall and F1 on a loader."""
+    device = device or next(model.parameters()).device
+    num_classes = num_classes or model.config.num_classes
+    was_training = model.training
+    model.eval()
+    confusion = torch.zeros(num_classes, num_classes, dtype=torch.long)  # rows: truth, cols: guess
+    total_loss, count = 0.0, 0
+    for images, labels in loader:
+        images, labels = images.to(device), labels.to(device)
+        logits = model(images)
+        total_loss += F.cross_entropy(logits, labels, reduction="sum").item()
+        count += labels.numel()
+        pairs = labels.cpu() * num_classes + logits.argmax(-1).cpu()
+        confusion += torch.bincount(pairs, minlength=num_classes**2).reshape(num_classes, -1)
+    model.train(was_training)
+    if count == 0:
+        raise ValueError("cannot evaluate on an empty loader")
+    correct = confusion.diag().float()
+    precision = correct / confusion.sum(0).clamp(min=1)
+    recall = correct / confusion.sum(1).clamp(min=1)
+    f1 = 2 * precision * recall / (precision + recall).clamp(min=1e-12)
+    return {
+        "loss": total_loss / count,
+        "acc": correct.sum().item() / count,
+        "confusion": confusion,
+        "precision": precision,
+        "recall": recall,
+        "f1": f1,
+    }
+
+
+class Callback:
+    """Override any of these to act during training (progress, plots, checkpoints)."""
+
+    def on_fit_start(self, trainer: Trainer) -> None: ...
+
+    def on_step_end(self, trainer: Trainer, loss: float) -> None: ...
+
+    def on_epoch_end(self, trainer: Trainer, record: dict) -> None: ...
+
+    def on_fit_end(self, trainer: Trainer) -> None: ...
+
+
+@dataclass
+class History:
+    """What happened: one record per epoch, and every step's training loss."""
+
+    epochs: list[dict] = field(
+        default_factory=list
+    )  # epoch, train_loss, val_loss, val_acc, seconds
+    step_losses: list[float] = field(default_factory=list)
+
+
+class Trainer:
+    """Trains `model` on `loaders` (train, val[, test]) as `config` says."""
+
+    def __init__(
+        self,
+        model: nn.Module,
+        loaders,
+        config: TrainConfig = TrainConfig(),
+        callbacks: list[Callback] = (),
+        device: str | torch.device | None = None,
+    ):
+        self.device = pick_device(device)
+        self.model = model.to(self.device)
+        self.loaders = loaders
+        self.config = config
+        self.callbacks = list(callbacks)
+        self.optimizer = make_optimizer(model, config)
+        self.history = History()
+        self.epoch = 0  # epochs completed
+        self.step = 0  # optimizer steps taken
+        self.batch = 0  # batches done in the current epoch (non-zero only when interrupted)
+        self._epoch_loader_state = None  # the shuffling RNG as the current epoch began
+        self.elapsed = 0.0  # seconds of training so far, over every run of fit (resume included)
+        self.interrupted = False
+        self.steps_per_epoch = len(loaders.train)
+
+    def progress(self) -> float:
+        """How far through training we are, in [0, 1]: by time with a budget, else by steps."""
+        if self.config.minutes is not None:
+            return min(self.elapsed / (60 * self.config.minutes), 1.0)
+        return min(self.step / (self.config.epochs * self.steps_per_epoch), 1.0)
+
+    def done(self) -> bool:
+        if self.config.minutes is not None:
+            return self.elapsed >= 60 * self.config.minutes
+        return self.epoch >= self.config.epochs
+
+    def fit(self) -> History:
+        """Train until the epochs or the time budget are used up (or Ctrl-C). Returns the history."""
+        if self.step == 0:
+            seed_everything(self.config.seed)
+        self.interrupted = False
+        self._call("on_fit_start")
+        try:
+            while not self.done():
+                record = self.train_epoch()
+                self.history.epochs.append(record)
+                self._call("on_epoch_end", record)
+        except KeyboardInterrupt:
+            self.interrupted = True  # stop cleanly: model and history stay; callbacks save them
+            print(
+                f"\ninterrupted after {self.step} steps; the model and history are kept",
+                file=sys.stderr,
+            )
+        self._call("on_fit_end")
+        return self.history
+
+    def train_epoch(self) -> dict:
+        """One pass over the training split (cut short by a time budget), then validation."""
+        self.model.train()
+        start, first_step = time.perf_counter(), self.step - self.batch
+        generator = getattr(self.loaders.train, "generator", None)
+        if generator is not None:
+            if self.batch and self._epoch_loader_state is not None:
+                generator.set_state(
+                    self._epoch_loader_state
+                )  # replay the interrupted epoch's order
+            self._epoch_loader_state = generator.get_state()
+        for index, (images, labels) in enumerate(self.loaders.train):
+            if index < self.batch:
+                continue  # resuming mid-epoch: these batches were trained on before the stop
+            tick = time.perf_counter()
+            for group in self.optimizer.param_groups:
+                group["lr"] = learning_rate(self.progress(), self.config)
+            images, labels = images.to(self.device), labels.to(self.device)
+            loss = F.cross_entropy(
+                self.model(images), labels, label_smoothing=self.config.label_smoothing
+            )
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if self.config.grad_clip:
+                nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
+            self.optimizer.step()
+            self.step += 1
+            self.batch += 1
+            self.elapsed += time.perf_counter() - tick
+            self.history.step_losses.append(loss.item())
+            self._call("on_step_end", self.history.step_losses[-1])
+            if self.config.minutes is not None and self.done():
+                break
+        tick = time.perf_counter()
+        val = evaluate(self.model, self.loaders.val, self.device)
+        self.elapsed += time.perf_counter() - tick  # validation counts against a time budget too
+        self.epoch += 1
+        self.batch = 0
+        losses = self.history.step_losses[first_step:]
+        return {
+            "epoch": self.epoch,
+            "train_loss": sum(losses) / max(len(losses), 1),
+            "val_loss": val["loss"],
+            "val_acc": val["acc"],
+            "seconds": time.perf_counter() - start,
+            "steps": self.step,
+        }
+
+    def _call(self, hook: str, *args) -> None:
+        for callback in self.callbacks:
+            getattr(callback, hook)(self, *args)
+
+    # --- checkpoints ------------------------------------------------------------------------
+
+    def state_dict(self) -> dict:
+        """Everything needed to continue: model, optimizer, schedule, history, configs, RNGs."""
+        generator = getattr(self.loaders.train, "generator", None)
+        # Mid-epoch, keep the shuffling RNG as the epoch began, so resuming replays its order.
+        loader_state = self._epoch_loader_state if self.batch else None
+        if loader_state is None and generator is not None:
+            loader_state = generator.get_state()
+        return {
+            "model": self.model.state_dict(),
+            "model_config": asdict(self.model.config),
+            "optimizer": self.optimizer.state_dict(),
+            "schedule": {
+                "epoch": self.epoch,
+                "step": self.step,
+                "batch": self.batch,
+                "elapsed": self.elapsed,
+            },
+            "train_config": asdict(self.config),
+            "history": {"epochs": self.history.epochs, "step_losses": self.history.step_losses},
+            "rng": {
+                "torch": torch.get_rng_state(),
+                "loader": loader_state,
+            },
+        }
+
+    def save(self, path: str | Path) -> Path:
+        """Write a checkpoint atomically: a crash mid-write never leaves a half-written file."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        torch.save(self.state_dict(), tmp)
+        os.replace(tmp, path)
+        return path
+
+    def resume(self, path: str | Path) -> None:
+        """Load a checkpoint written by `save`; the next `fit` continues where it stopped."""
+        state = load_checkpoint(path)
+        try:
+            self.model.load_state_dict(state["model"])
+            self.optimizer.load_state_dict(state["optimizer"])
+        except (ValueError, RuntimeError, KeyError) as e:
+            raise CheckpointError(f"{path} does not fit this model or optimizer: {e}") from e
+        schedule = state["schedule"]
+        self.epoch, self.step, self.elapsed = (
+            schedule["epoch"],
+            schedule["step"],
+            schedule["elapsed"],
+        )
+        self.batch = schedule["batch"]
+        self.history = History(**state["history"])
+        torch.set_rng_state(state["rng"]["torch"])
+        generator = getattr(self.loaders.train, "generator", None)
+        if generator is not None and state["rng"]["loader"] is not None:
+            generator.set_state(state["rng"]["loader"])
+            self._epoch_loader_state = state["rng"]["loader"]
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint that cannot be read or does not fit."""
+
+
+def load_checkpoint(path: str | Path) -> dict:
+    """Read a checkpoint safely (`weights_only=True`: tensors and plain data, never code)."""
+    path = Path(path)
+    if not path.exists():
+        raise CheckpointError(f"no checkpoint at {path}")
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # truncated, corrupt, or not a torch file at all
+        raise CheckpointError(
+            f"{path} is not a readable checkpoint ({type(e).__name__}: {e})"
+        ) from e
+    missing = {"model", "model_config"} - set(state) if isinstance(state, dict) else {"model"}
+    if missing:
+        raise CheckpointError(f"{path} is not a vitcourse checkpoint: it lacks {sorted(missing)}")
+    return state
+
+
+def load_model(path: str | Path) -> nn.Module:
+    """The trained `VisionTransformer` saved in a checkpoint, in eval mode."""
+    from vitcourse.vit import VisionTransformer, ViTConfig
+
+    state = load_checkpoint(path)
+    try:
+        model = VisionTransformer(ViTConfig(**state["model_config"]))
+        model.load_state_dict(state["model"])
+    except (TypeError, ValueError, RuntimeError) as e:
+        raise CheckpointError(f"{path} holds a model that cannot be rebuilt: {e}") from e
+    return model.eval()
+
+
+class CheckpointCallback(Callback):
+    """Save a checkpoint after every epoch, and when training is interrupted."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+
+    def on_epoch_end(self, trainer: Trainer, record: dict) -> None:
+        trainer.save(self.path)
+
+    def on_fit_end(self, trainer: Trainer) -> None:
+        if trainer.interrupted:
+            trainer.save(self.path)
+            print(f"saved {self.path}; resume with Trainer.resume or --resume", file=sys.stderr)
+
+
+class ProgressCallback(Callback):
+    """A one-line progress report, rewritten in place; one line kept per epoch."""
+
+    def __init__(self, every_steps: int = 20, stream=None):
+        self.every_steps = every_steps
+        self.stream = stream or sys.stdout
+
+    def on_step_end(self, trainer: Trainer, loss: float) -> None:
+        if trainer.step % self.every_steps == 0:
+            print(
+                f"\repoch {trainer.epoch + 1}  step {trainer.step}  loss {loss:.3f}  "
+                f"{100 * trainer.progress():5.1f}%  {trainer.elapsed:6.0f}s",
+                end="",
+                file=self.stream,
+                flush=True,
+            )
+
+    def on_epoch_end(self, trainer: Trainer, record: dict) -> None:
+        print(
+            f"\repoch {record['epoch']:>3}  train loss {record['train_loss']:.3f}  "
+            f"val loss {record['val_loss']:.3f}  val acc {100 * record['val_acc']:.2f}%  "
+            f"{record['seconds']:.0f}s",
+            file=self.stream,
+            flush=True,
+        )
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python's and PyTorch's random number generators."""
+    random.seed(seed)
+    torch.manual_seed(seed)
