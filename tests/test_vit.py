@@ -135,7 +135,9 @@ def test_preset_parameter_counts_equal_timm(name, timm_name):
     assert ours == theirs
 
 
-@pytest.mark.parametrize("name, shape", [("course-28/4", (1, 28)), ("course-32/4", (3, 32))])
+@pytest.mark.parametrize(
+    "name, shape", [("course-28/4", (1, 28)), ("course-28/7", (1, 28)), ("course-32/4", (3, 32))]
+)
 def test_course_presets_fit_their_datasets(name, shape):
     channels, side = shape
     model = VisionTransformer(PRESETS[name])

@@ -111,7 +111,7 @@ class LivePlot(Callback):
         L = panels["layers"].shape[1]
         columns = 2 + h + L  # picture, rollout, heads of the last layer, mean of every layer
         fig = plt.figure(figsize=(1.3 * columns, 2.6 + 1.3 * B))
-        grid = fig.add_gridspec(B + 2, columns, height_ratios=[2.2, 0.35] + [1] * B)
+        grid = fig.add_gridspec(B + 2, columns, height_ratios=[2.2, 0.15] + [1] * B)
         self.loss_ax = fig.add_subplot(grid[0, : columns // 2])
         self.acc_ax = fig.add_subplot(grid[0, columns // 2 :])
         (self.step_line,) = self.loss_ax.plot(

@@ -4,8 +4,9 @@
     python -m vitcourse.train --out runs/fashion --resume        # continue an interrupted run
 
 Writes OUT/checkpoint.pt (after every epoch and on Ctrl-C), OUT/metrics.json (per-epoch losses
-and accuracies, the final test accuracy, per-class precision/recall/F1, the confusion matrix) and
-OUT/attention.png (curves and attention maps of a few validation images). In quick mode
+and accuracies, the final test accuracy, per-class precision/recall/F1, the confusion matrix),
+OUT/attention.png (curves and attention maps of a few validation images) and OUT/model.pt (the
+trained model alone, for `vitcourse.training.load_model`). In quick mode
 (VITCOURSE_QUICK=1) it trains one epoch on a small subset: seconds.
 """
 
@@ -31,12 +32,13 @@ from vitcourse.training import (
     Trainer,
     evaluate,
     load_checkpoint,
+    save_model,
 )
 from vitcourse.vit import PRESETS, VisionTransformer, ViTConfig, preset
 
 DEFAULT_PRESET = {
-    "fashion-mnist": "course-28/4",
-    "mnist": "course-28/4",
+    "fashion-mnist": "course-28/7",
+    "mnist": "course-28/7",
     "cifar10": "course-32/4",
     "cifar100": "course-32/4",
 }
@@ -64,6 +66,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="model size (default: the course model for the dataset)",
     )
     parser.add_argument("--patch-size", type=int, help="override the preset's patch size")
+    parser.add_argument("--dim", type=int, help="override the preset's width D")
+    parser.add_argument("--depth", type=int, help="override the preset's number of blocks")
+    parser.add_argument("--heads", dest="num_heads", type=int, help="override the preset's heads")
+    parser.add_argument("--mlp-dim", type=int, help="override the preset's MLP width")
     parser.add_argument("--pool", choices=["cls", "mean"], help="override the preset's pooling")
     parser.add_argument("--drop-path", type=float, help="stochastic depth rate of the last block")
     parser.add_argument("--batch-size", type=int, default=128)
@@ -87,7 +93,7 @@ def build(args: argparse.Namespace) -> tuple[ViTConfig, TrainConfig]:
         "in_channels": info.channels,
         "image_size": info.image_size,
     }
-    for name in ("patch_size", "pool", "drop_path"):
+    for name in ("patch_size", "dim", "depth", "num_heads", "mlp_dim", "pool", "drop_path"):
         if getattr(args, name) is not None:
             changes[name] = getattr(args, name)
     model_config = preset(args.preset or DEFAULT_PRESET[info.name], **changes)
@@ -188,6 +194,14 @@ def main(argv: list[str] | None = None) -> dict:
     }
     out.mkdir(parents=True, exist_ok=True)
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2))
+    save_model(
+        trainer.model,
+        out / "model.pt",
+        test_acc=test["acc"],
+        command=" ".join(["python -m vitcourse.train", *(sys.argv[1:] if argv is None else argv)]),
+        epochs=trainer.history.epochs,
+        train_config=dataclasses.asdict(train_config),
+    )
     print(
         f"test accuracy {100 * test['acc']:.2f}% on {metrics['test_images']:,} images; wrote {out}/"
     )

@@ -126,9 +126,8 @@ class Callback:
 class History:
     """What happened: one record per epoch, and every step's training loss."""
 
-    epochs: list[dict] = field(
-        default_factory=list
-    )  # epoch, train_loss, val_loss, val_acc, seconds
+    # Each epoch's record: epoch, train_loss, val_loss, val_acc, seconds, steps.
+    epochs: list[dict] = field(default_factory=list)
     step_losses: list[float] = field(default_factory=list)
 
 
@@ -193,40 +192,30 @@ class Trainer:
         """One pass over the training split (cut short by a time budget), then validation."""
         self.model.train()
         start, first_step = time.perf_counter(), self.step - self.batch
-        generator = getattr(self.loaders.train, "generator", None)
-        if generator is not None:
-            if self.batch and self._epoch_loader_state is not None:
-                generator.set_state(
-                    self._epoch_loader_state
-                )  # replay the interrupted epoch's order
-            self._epoch_loader_state = generator.get_state()
+        self._tick = start
+        self._replay_shuffle()
         for index, (images, labels) in enumerate(self.loaders.train):
             if index < self.batch:
                 continue  # resuming mid-epoch: these batches were trained on before the stop
-            tick = time.perf_counter()
             for group in self.optimizer.param_groups:
                 group["lr"] = learning_rate(self.progress(), self.config)
             images, labels = images.to(self.device), labels.to(self.device)
-            loss = F.cross_entropy(
-                self.model(images), labels, label_smoothing=self.config.label_smoothing
-            )
+            logits = self.model(images)
+            loss = F.cross_entropy(logits, labels, label_smoothing=self.config.label_smoothing)
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             if self.config.grad_clip:
                 nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
             self.optimizer.step()
-            self.step += 1
-            self.batch += 1
-            self.elapsed += time.perf_counter() - tick
+            self.step, self.batch = self.step + 1, self.batch + 1
             self.history.step_losses.append(loss.item())
             self._call("on_step_end", self.history.step_losses[-1])
+            self._count_time()
             if self.config.minutes is not None and self.done():
                 break
-        tick = time.perf_counter()
         val = evaluate(self.model, self.loaders.val, self.device)
-        self.elapsed += time.perf_counter() - tick  # validation counts against a time budget too
-        self.epoch += 1
-        self.batch = 0
+        self._count_time()  # validation counts against a time budget too
+        self.epoch, self.batch = self.epoch + 1, 0
         losses = self.history.step_losses[first_step:]
         return {
             "epoch": self.epoch,
@@ -236,6 +225,22 @@ class Trainer:
             "seconds": time.perf_counter() - start,
             "steps": self.step,
         }
+
+    def _count_time(self) -> None:
+        """Add the wall time since the last call to `elapsed`: loading data, computing, callbacks."""
+        now = time.perf_counter()
+        self.elapsed += now - self._tick
+        self._tick = now
+
+    def _replay_shuffle(self) -> None:
+        """Remember the shuffling RNG as this epoch begins; after a mid-epoch resume, rewind it so
+        the epoch's batches come in the same order as before the stop."""
+        generator = getattr(self.loaders.train, "generator", None)
+        if generator is None:
+            return
+        if self.batch and self._epoch_loader_state is not None:
+            generator.set_state(self._epoch_loader_state)
+        self._epoch_loader_state = generator.get_state()
 
     def _call(self, hook: str, *args) -> None:
         for callback in self.callbacks:
@@ -270,34 +275,57 @@ class Trainer:
 
     def save(self, path: str | Path) -> Path:
         """Write a checkpoint atomically: a crash mid-write never leaves a half-written file."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        torch.save(self.state_dict(), tmp)
-        os.replace(tmp, path)
-        return path
+        return _atomic_save(self.state_dict(), path)
 
     def resume(self, path: str | Path) -> None:
         """Load a checkpoint written by `save`; the next `fit` continues where it stopped."""
         state = load_checkpoint(path)
+        missing = {"optimizer", "schedule", "history", "rng"} - set(state)
+        if missing:
+            raise CheckpointError(
+                f"{path} holds a model but not a training run to resume "
+                f"(no {', '.join(sorted(missing))}): use load_model for it"
+            )
         try:
             self.model.load_state_dict(state["model"])
             self.optimizer.load_state_dict(state["optimizer"])
         except (ValueError, RuntimeError, KeyError) as e:
             raise CheckpointError(f"{path} does not fit this model or optimizer: {e}") from e
         schedule = state["schedule"]
-        self.epoch, self.step, self.elapsed = (
-            schedule["epoch"],
-            schedule["step"],
-            schedule["elapsed"],
-        )
-        self.batch = schedule["batch"]
+        self.epoch, self.step, self.batch = schedule["epoch"], schedule["step"], schedule["batch"]
+        self.elapsed = schedule["elapsed"]
         self.history = History(**state["history"])
         torch.set_rng_state(state["rng"]["torch"])
         generator = getattr(self.loaders.train, "generator", None)
         if generator is not None and state["rng"]["loader"] is not None:
             generator.set_state(state["rng"]["loader"])
             self._epoch_loader_state = state["rng"]["loader"]
+
+
+# A model trained by the command-line trainer, shipped with the course (see the README for how).
+TRAINED_MODEL = (
+    Path(__file__).resolve().parent.parent / "data" / "trained" / "course-28-7_fashion-mnist.pt"
+)
+
+
+def save_model(model: nn.Module, path: str | Path, **info) -> Path:
+    """Write just the model (weights and config, plus any plain `info`), atomically.
+
+    A fraction of a checkpoint's size: no optimizer state. `load_model` reads it.
+    """
+    return _atomic_save(
+        {"model": model.state_dict(), "model_config": asdict(model.config), **info}, path
+    )
+
+
+def _atomic_save(obj: dict, path: str | Path) -> Path:
+    """torch.save to a temporary file, then rename it into place: never a half-written file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+    return path
 
 
 class CheckpointError(RuntimeError):
