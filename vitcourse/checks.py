@@ -116,6 +116,14 @@ def _load_reference_weights(name: str, learner: nn.Module, reference: nn.Module)
     learner.eval()
 
 
+def _run_with_reference_weights(name: str, build: Callable, reference: nn.Module, x: torch.Tensor):
+    """Build the learner's module, load the reference's weights into it, and run it on `x`."""
+    learner = _call(build)
+    _load_reference_weights(name, learner, reference)
+    with torch.no_grad():
+        return _call(learner, x.clone())
+
+
 # --- notebook 01: patches ----------------------------------------------------------------------
 
 
@@ -196,10 +204,7 @@ def check_patch_embedding(cls: type) -> type:
     reference = _randomized(embedding.PatchEmbedding(**sizes))
     images = _seeded(2, 3, 16, 16)
     try:
-        learner = _call(cls, **sizes)
-        _load_reference_weights(name, learner, reference)
-        with torch.no_grad():
-            got = _call(learner, images.clone())
+        got = _run_with_reference_weights(name, lambda: cls(**sizes), reference, images)
     except _Open:
         return _still_open(name, embedding.PatchEmbedding)
     with torch.no_grad():
@@ -354,10 +359,7 @@ def check_multi_head_attention(cls: type) -> type:
     reference = _randomized(attention.MultiHeadSelfAttention(D, h))
     x = _seeded(B, T, D)
     try:
-        learner = _call(cls, D, h)
-        _load_reference_weights(name, learner, reference)
-        with torch.no_grad():
-            got = _call(learner, x.clone())
+        got = _run_with_reference_weights(name, lambda: cls(D, h), reference, x)
     except _Open:
         return _still_open(name, attention.MultiHeadSelfAttention)
     with torch.no_grad():
@@ -462,10 +464,7 @@ def check_transformer_block(cls: type) -> type:
     reference = _randomized(block.TransformerBlock(12, 3, 24))
     x = _seeded(2, 5, 12)
     try:
-        learner = _call(cls, 12, 3, 24)
-        _load_reference_weights(name, learner, reference)
-        with torch.no_grad():
-            got = _call(learner, x.clone())
+        got = _run_with_reference_weights(name, lambda: cls(12, 3, 24), reference, x)
     except _Open:
         return _still_open(name, block.TransformerBlock)
     r = reference
@@ -535,10 +534,7 @@ def check_vision_transformer(cls: type) -> type:
     reference = _randomized(vit.VisionTransformer(_TINY))
     images = _seeded(2, 3, 16, 16)
     try:
-        learner = _call(cls, _TINY)
-        _load_reference_weights(name, learner, reference)
-        with torch.no_grad():
-            got = _call(learner, images.clone())
+        got = _run_with_reference_weights(name, lambda: cls(_TINY), reference, images)
     except _Open:
         return _still_open(name, vit.VisionTransformer)
     r = reference
