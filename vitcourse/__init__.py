@@ -11,6 +11,9 @@ Each module is one concept, introduced by one notebook (Dosovitskiy et al., "An 
     vit                 notebook 05: the whole model, its presets, timm/torchvision weights
     checks, widgets     notebooks 01-05: exercise checks with hints; interactive explorers
     student             student copies of the notebooks, solutions removed
+    training, live      notebook 06: the trainer and its callbacks; the live attention plot
+    train               the command-line trainer, python -m vitcourse.train
+    analysis            notebooks 06-07: attention rollout
 
 Shape legend, used in every docstring and comment:
 
