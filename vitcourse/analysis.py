@@ -1,10 +1,14 @@
-"""Looking inside a trained ViT: where its attention goes (notebook 07; rollout also in 06).
+"""Looking inside a trained ViT (ViT paper, section 4.5 and Figure 7; notebook 07, rollout in 06).
 
-`attention_rollout` follows Abnar & Zuidema, "Quantifying Attention Flow in Transformers" (2020):
-attention in one layer says which tokens a token reads, but the residual connection also carries
-the token itself forward, and layers compose. Rollout averages the heads, adds the identity for
-the residual path, renormalises each row, and multiplies the layers together, giving how much
-each output token draws on each input token through the whole stack.
+- `attention_rollout`: Abnar & Zuidema, "Quantifying Attention Flow in Transformers" (2020).
+  Attention in one layer says which tokens a token reads, but the residual connection also carries
+  the token itself forward, and layers compose. Rollout averages the heads, adds the identity for
+  the residual path, renormalises each row, and multiplies the layers together, giving how much
+  each output token draws on each input token through the whole stack.
+- `mean_attention_distance`: how far, in pixels, each head looks (Figure 7, right).
+- `position_embedding_similarity`: the learned position embeddings, compared on the grid
+  (Figure 7, centre).
+- `patch_embedding_filters`: principal components of the patch-embedding filters (Figure 7, left).
 """
 
 from __future__ import annotations
@@ -27,3 +31,54 @@ def attention_rollout(maps: torch.Tensor) -> torch.Tensor:
         a = a / a.sum(dim=-1, keepdim=True)  # rows sum to 1 again
         rollout = a @ rollout  # this layer reads what the layers below have mixed
     return rollout
+
+
+def mean_attention_distance(maps: torch.Tensor, grid_size: int, patch_size: int) -> torch.Tensor:
+    """How far each head looks, in pixels: (layers, B, heads, T, T) -> (layers, heads).
+
+    For every query patch, the distance from its centre to each key patch's centre, weighted by
+    the attention between them, summed; then averaged over query patches and images (the ViT
+    paper's Figure 7, right). Only patch tokens count: the cls token has no place on the grid, so
+    each query's weights over the patches are renormalised to sum to 1.
+    """
+    if maps.ndim != 5:
+        raise ValueError(f"expected maps (layers, B, heads, T, T), got shape {tuple(maps.shape)}")
+    N = grid_size * grid_size
+    if maps.shape[-1] != N + 1:
+        raise ValueError(
+            f"maps have {maps.shape[-1]} tokens, but a {grid_size}x{grid_size} grid has {N} "
+            "patches plus the cls token"
+        )
+    rows, cols = torch.meshgrid(torch.arange(grid_size), torch.arange(grid_size), indexing="ij")
+    centres = torch.stack([rows.flatten(), cols.flatten()], dim=1).float() * patch_size  # (N, 2)
+    distance = torch.cdist(centres, centres).to(maps)  # (N, N) pixels between patch centres
+    weights = maps[..., 1:, 1:]  # patch queries attending to patch keys: (L, B, h, N, N)
+    weights = weights / weights.sum(dim=-1, keepdim=True).clamp(min=1e-12)
+    per_query = (weights * distance).sum(dim=-1)  # (L, B, h, N)
+    return per_query.mean(dim=(1, 3))  # average over images and query patches -> (L, h)
+
+
+def position_embedding_similarity(model) -> torch.Tensor:
+    """Cosine similarity of each patch's position embedding with every other's: (g, g, g, g).
+
+    Entry [r, c] is a g x g map for the patch at row r, column c (the ViT paper's Figure 7, centre).
+    """
+    from vitcourse.embedding import position_similarity
+
+    return position_similarity(model.pos_embed)
+
+
+def patch_embedding_filters(model, k: int = 16) -> torch.Tensor:
+    """The top `k` principal components of the patch-embedding filters, as (k, C, P, P) images.
+
+    Each of the D filters of `patch_embed.proj` is a small C x P x P image; their principal
+    components show what kind of patterns the first layer looks for (the paper's Figure 7, left).
+    """
+    weight = model.patch_embed.proj.weight.detach().float()  # (D, C, P, P)
+    D, C, P, _ = weight.shape
+    if not 1 <= k <= min(D, C * P * P):
+        raise ValueError(f"k must be between 1 and {min(D, C * P * P)}, got {k}")
+    flat = weight.reshape(D, C * P * P)
+    flat = flat - flat.mean(dim=0, keepdim=True)  # principal components of the centred filters
+    _, _, vh = torch.linalg.svd(flat, full_matrices=False)  # rows of vh: components, by variance
+    return vh[:k].reshape(k, C, P, P)

@@ -1,0 +1,112 @@
+"""vitcourse.analysis: each function on hand-made inputs whose answer is known."""
+
+import math
+
+import pytest
+import torch
+
+from vitcourse.analysis import (
+    mean_attention_distance,
+    patch_embedding_filters,
+    position_embedding_similarity,
+)
+from vitcourse.embedding import position_similarity
+from vitcourse.vit import VisionTransformer, ViTConfig
+
+
+def maps_from(patch_weights: torch.Tensor, layers=1, batch=1, heads=1) -> torch.Tensor:
+    """Wrap (N, N) patch-to-patch weights into (layers, B, heads, T, T) maps with a cls token."""
+    N = patch_weights.shape[0]
+    maps = torch.zeros(layers, batch, heads, N + 1, N + 1)
+    maps[..., 0, 0] = 1.0  # the cls token attends to itself
+    maps[..., 1:, 0] = 0.5  # half of each patch's attention on the cls token: renormalised away
+    maps[..., 1:, 1:] = 0.5 * patch_weights
+    return maps
+
+
+def test_self_attention_is_distance_zero():
+    maps = maps_from(torch.eye(9))
+    assert mean_attention_distance(maps, grid_size=3, patch_size=4).tolist() == [[0.0]]
+
+
+def test_attending_to_the_right_neighbour_is_one_patch_away():
+    g, P = 3, 7
+    weights = torch.zeros(g * g, g * g)
+    for r in range(g):
+        for c in range(g):
+            target = c + 1 if c + 1 < g else c - 1  # the right neighbour, or the left at the edge
+            weights[r * g + c, r * g + target] = 1.0
+    distance = mean_attention_distance(maps_from(weights), grid_size=g, patch_size=P)
+    assert distance.item() == pytest.approx(P)
+
+
+def test_uniform_attention_is_the_mean_pairwise_distance():
+    g, P = 4, 2
+    cells = [(r, c) for r in range(g) for c in range(g)]
+    expected = sum(P * math.dist(a, b) for a in cells for b in cells) / len(cells) ** 2
+    uniform = torch.full((g * g, g * g), 1 / (g * g))
+    distance = mean_attention_distance(maps_from(uniform, layers=2, batch=3, heads=2), g, P)
+    assert distance.shape == (2, 2)
+    torch.testing.assert_close(distance, torch.full((2, 2), expected))
+
+
+def test_heads_are_kept_apart():
+    near = torch.eye(4)
+    far = torch.tensor([[0, 0, 0, 1], [0, 0, 1, 0], [0, 1, 0, 0], [1, 0, 0, 0]], dtype=torch.float)
+    maps = torch.cat([maps_from(near), maps_from(far)], dim=2)  # head 0 local, head 1 diagonal
+    distance = mean_attention_distance(maps, grid_size=2, patch_size=10)
+    torch.testing.assert_close(distance, torch.tensor([[0.0, 10 * math.sqrt(2)]]))
+
+
+def test_mean_attention_distance_guards():
+    with pytest.raises(ValueError, match="a 3x3 grid has 9 patches plus the cls token"):
+        mean_attention_distance(torch.rand(1, 1, 1, 5, 5), grid_size=3, patch_size=4)
+    with pytest.raises(ValueError, match=r"expected maps \(layers, B, heads, T, T\)"):
+        mean_attention_distance(torch.rand(5, 5), grid_size=2, patch_size=4)
+
+
+def test_position_embedding_similarity_reads_the_model():
+    model = VisionTransformer(
+        ViTConfig(
+            image_size=16,
+            patch_size=4,
+            in_channels=1,
+            num_classes=2,
+            dim=16,
+            depth=1,
+            num_heads=2,
+            mlp_dim=16,
+        )
+    )
+    sim = position_embedding_similarity(model)
+    assert sim.shape == (4, 4, 4, 4)
+    torch.testing.assert_close(sim, position_similarity(model.pos_embed))
+    torch.testing.assert_close(torch.diagonal(sim.reshape(16, 16)), torch.ones(16))
+
+
+def test_patch_embedding_filters_find_the_dominant_pattern():
+    torch.manual_seed(0)
+    model = VisionTransformer(
+        ViTConfig(
+            image_size=16,
+            patch_size=4,
+            in_channels=3,
+            num_classes=2,
+            dim=32,
+            depth=1,
+            num_heads=2,
+            mlp_dim=16,
+        )
+    )
+    pattern = torch.randn(3, 4, 4)
+    pattern /= pattern.norm()
+    strengths = torch.randn(32, 1, 1, 1) * 5
+    with torch.no_grad():  # every filter: a multiple of one pattern, plus a little noise
+        model.patch_embed.proj.weight.copy_(strengths * pattern + 0.01 * torch.randn(32, 3, 4, 4))
+    filters = patch_embedding_filters(model, k=5)
+    assert filters.shape == (5, 3, 4, 4)
+    assert abs(torch.dot(filters[0].flatten(), pattern.flatten())).item() > 0.99
+    gram = filters.flatten(1) @ filters.flatten(1).T
+    torch.testing.assert_close(gram, torch.eye(5), atol=1e-5, rtol=0)  # orthonormal components
+    with pytest.raises(ValueError, match="k must be between 1 and 32, got 33"):
+        patch_embedding_filters(model, k=33)
