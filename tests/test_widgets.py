@@ -85,6 +85,12 @@ def test_explorers_offer_the_right_controls():
     assert [(c.min, c.max) for c in position.children[:2]] == [(0, 6), (0, 6)]
     attention = widgets.attention_explorer(torch.rand(4, 50, 50))
     assert [(c.min, c.max) for c in attention.children[:2]] == [(0, 49), (0, 3)]
+    trained = widgets.cls_attention_explorer(torch.rand(6, 5, 4, 17, 17), torch.rand(5, 1, 28, 28))
+    assert [(c.min, c.max, c.value) for c in trained.children[:3]] == [
+        (0, 4, 0),
+        (0, 5, 5),
+        (0, 3, 0),
+    ]
 
 
 def test_jupyterlab_renders_widgets():

@@ -153,3 +153,25 @@ def _show(fig: plt.Figure) -> None:
 
     display(fig)
     plt.close(fig)
+
+
+# --- notebook 07: a trained model's attention ---------------------------------------------------
+
+
+def cls_attention_explorer(maps: torch.Tensor, pictures: torch.Tensor):
+    """Pick an image, a layer and a head; see where the cls token looks.
+
+    `maps` are a model's attention maps (layers, B, h, T, T), `pictures` the B images (C, H, W) in
+    [0, 1]. Each view is `attention_figure` for query 0, the cls token.
+    """
+    import ipywidgets as widgets
+
+    L, B, h, _, _ = maps.shape
+    return widgets.interactive(
+        lambda image, layer, head: _show(
+            attention_figure(maps[layer, image], 0, head, pictures[image])
+        ),
+        image=widgets.IntSlider(value=0, min=0, max=B - 1, description="image"),
+        layer=widgets.IntSlider(value=L - 1, min=0, max=L - 1, description="layer"),
+        head=widgets.IntSlider(value=0, min=0, max=h - 1, description="head"),
+    )
