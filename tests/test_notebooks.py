@@ -43,3 +43,24 @@ def test_every_notebook_is_collected_by_nbmake():
     assert result.returncode == 0, result.stdout + result.stderr
     for path in NOTEBOOKS:
         assert f"notebooks/{path.name}" in result.stdout, f"{path.name} is not collected"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_explorers_are_backed_by_a_direct_call(path):
+    """An explorer cell is skipped under nbmake: nbclient can deadlock on a cell that opens an
+    ipywidgets `interactive` (jupyter/nbclient#312, seen here under load). So its logic must also
+    run un-skipped: the same figure function, called directly in an earlier cell."""
+    cells = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+    for i, cell in enumerate(cells):
+        source = "".join(cell["source"])
+        if "_explorer(" not in source or "import" in source:
+            continue
+        assert "skip-execution" in cell["metadata"].get("tags", []), f"{path.name}: cell {i}"
+        earlier = "".join(
+            "".join(c["source"])
+            for c in cells[:i]
+            if "skip-execution" not in c["metadata"].get("tags", [])
+        )
+        assert "_figure(" in earlier, (
+            f"{path.name}: no direct call of the explorer's figure function"
+        )
