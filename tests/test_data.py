@@ -304,3 +304,15 @@ def test_reachability_probe_wants_the_file_not_just_a_connection():
         assert is_online(f"{base}/file.gz", timeout=2.0) is True
     finally:
         server.shutdown()
+
+
+def test_make_loaders_fraction_keeps_a_share_of_training_only():
+    whole = make_loaders("fashion-mnist", limit=400)
+    tenth = make_loaders("fashion-mnist", limit=400, fraction=0.1)
+    assert len(tenth.train.dataset) == 40
+    assert set(tenth.train.dataset.indices) <= set(whole.train.dataset.indices)
+    assert tenth.val.dataset.indices == whole.val.dataset.indices
+    assert len(tenth.test.dataset) == len(whole.test.dataset)
+    for bad in (0, -0.5, 1.5):
+        with pytest.raises(ValueError, match=f"share of the training images in .0, 1., got {bad}"):
+            make_loaders("fashion-mnist", fraction=bad)

@@ -366,6 +366,7 @@ def test_cli_writes_checkpoint_metrics_and_figure_and_resumes(tmp_path, capsys):
     out = tmp_path / "run"
     metrics = train.main(["--dataset", "fashion-mnist", "--out", str(out), "--device", "cpu"])
     assert {p.name for p in out.iterdir()} == {
+        "run.json",
         "checkpoint.pt",
         "metrics.json",
         "attention.png",

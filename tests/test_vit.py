@@ -159,6 +159,7 @@ def test_preset_changes_and_unknown_names():
         ({"pool": "max"}, "pool must be 'cls' or 'mean', got 'max'"),
         ({"pos_embed": "rope"}, "pos_embed must be 'learned' or 'sincos', got 'rope'"),
         ({"pos_embed": "sincos", "dim": 30, "num_heads": 3}, "divisible by 4, got 30"),
+        ({"stem_channels": (8, 0)}, r"stem_channels must be positive, got \(8, 0\)"),
     ],
 )
 def test_bad_configs_are_refused(changes, message):
@@ -300,3 +301,28 @@ def test_from_torchvision_gives_identical_outputs():
 def test_from_torchvision_vit_b_16_shapes():
     ours = from_torchvision(torchvision.models.vit_b_16())
     assert ours.config == PRESETS["vit-base/16"]
+
+
+# --- the hybrid: convolutions before the patches ------------------------------------------------
+
+
+def test_hybrid_stem_feeds_the_patch_embedding():
+    hybrid = VisionTransformer(dataclasses.replace(TINY, stem_channels=[8, 12]))  # a list: JSON
+    assert hybrid.config.stem_channels == (8, 12)
+    convs = [m for m in hybrid.stem.modules() if isinstance(m, torch.nn.Conv2d)]
+    assert [(c.in_channels, c.out_channels, c.stride) for c in convs] == [
+        (3, 8, (1, 1)),
+        (8, 12, (1, 1)),
+    ]
+    assert hybrid.patch_embed.proj.in_channels == 12
+    images = torch.randn(2, 3, 16, 16)
+    assert hybrid.embed(images).shape == (2, TINY.num_tokens, TINY.dim)
+    assert hybrid(images).shape == (2, 5)
+    pure = VisionTransformer(TINY)
+    # A pure ViT has no stem parameters: its state dict (and the shipped checkpoint) is unchanged.
+    assert not [k for k in pure.state_dict() if k.startswith("stem")]
+    extra = 3 * 8 * 9 + 2 * 8 + 8 * 12 * 9 + 2 * 12 + (12 - 3) * 4 * 4 * TINY.dim
+    assert (
+        sum(p.numel() for p in hybrid.parameters()) - sum(p.numel() for p in pure.parameters())
+        == extra
+    )

@@ -294,17 +294,22 @@ def make_loaders(
     seed: int = 0,
     limit: int | None = None,
     device: str | torch.device | None = None,
+    fraction: float = 1.0,
 ) -> Loaders:
     """Train, validation and test loaders.
 
     The validation split is `val_size` images held out of the training set (the same ones for a
     given `seed`), read without augmentation; the test split is the official one, kept for the
     final score. `limit` cuts the training split to that many images (validation and test to a
-    quarter of it); in quick mode it defaults to `QUICK_SIZES`. Worker processes and pinned
+    quarter of it); in quick mode it defaults to `QUICK_SIZES`. `fraction` then keeps only that
+    share of the training images (the same ones for a given `seed`; validation and test stay
+    whole), to see how a model copes with less data (notebook 08). Worker processes and pinned
     memory are used on a GPU; on a CPU the model needs every core, and decoding small images
     costs little next to a training step, so the main process loads the data itself.
     """
     info = dataset_info(name)
+    if not 0 < fraction <= 1:
+        raise ValueError(f"fraction is a share of the training images in (0, 1], got {fraction}")
     train_aug = load_dataset(info.name, train=True, root=root, augment=augment)
     train_plain = load_dataset(info.name, train=True, root=root, augment=False)
     test = load_dataset(info.name, train=False, root=root, augment=False)
@@ -322,6 +327,7 @@ def make_loaders(
         sizes = (limit, max(1, limit // 4), max(1, limit // 4))
     else:
         sizes = (len(train_idx), len(val_idx), len(test_idx))
+    sizes = (max(1, round(sizes[0] * fraction)), *sizes[1:])
     train_idx, val_idx, test_idx = train_idx[: sizes[0]], val_idx[: sizes[1]], test_idx[: sizes[2]]
 
     settings = loader_settings(pick_device(device))

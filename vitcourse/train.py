@@ -1,13 +1,15 @@
-"""Train the course's ViT from the command line.
+"""Train the course's ViT (or its CNN rival) from the command line.
 
     python -m vitcourse.train --dataset fashion-mnist --minutes 10 --out runs/fashion
     python -m vitcourse.train --out runs/fashion --resume        # continue an interrupted run
+    python -m vitcourse.train --model cnn --minutes 10 --fraction 0.1   # the CNN, 10% of the data
 
-Writes OUT/checkpoint.pt (after every epoch and on Ctrl-C), OUT/metrics.json (per-epoch losses
-and accuracies, the final test accuracy, per-class precision/recall/F1, the confusion matrix),
-OUT/attention.png (curves and attention maps of a few validation images) and OUT/model.pt (the
-trained model alone, for `vitcourse.training.load_model`). In quick mode
-(VITCOURSE_QUICK=1) it trains one epoch on a small subset: seconds.
+Writes OUT/run.json (the data and model kind, which --resume reuses), OUT/checkpoint.pt (after
+every epoch and on Ctrl-C), OUT/metrics.json (per-epoch losses and accuracies, the final test
+accuracy, per-class precision/recall/F1, the confusion matrix), OUT/attention.png (a ViT's curves
+and attention maps of a few validation images) and OUT/model.pt (the trained model alone, for
+`vitcourse.training.load_model`). In quick mode (VITCOURSE_QUICK=1) it trains one epoch on a small
+subset: seconds.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from pathlib import Path
 
 import torch
 
-from vitcourse.data import dataset_info, make_loaders
+from vitcourse.cnn import CNN_PRESETS, CNNConfig
+from vitcourse.data import dataset_info, denormalize, make_loaders
 from vitcourse.environment import quick_mode
 from vitcourse.live import LivePlot
 from vitcourse.training import (
@@ -30,11 +33,12 @@ from vitcourse.training import (
     ProgressCallback,
     TrainConfig,
     Trainer,
+    build_model,
     evaluate,
     load_checkpoint,
     save_model,
 )
-from vitcourse.vit import PRESETS, VisionTransformer, ViTConfig, preset
+from vitcourse.vit import PRESETS, ViTConfig, preset
 
 DEFAULT_PRESET = {
     "fashion-mnist": "course-28/7",
@@ -42,6 +46,23 @@ DEFAULT_PRESET = {
     "cifar10": "course-32/4",
     "cifar100": "course-32/4",
 }
+# The CNN of about the same size as each dataset's ViT (--model cnn).
+CNN_PRESET = {
+    "fashion-mnist": "cnn-28",
+    "mnist": "cnn-28",
+    "cifar10": "cnn-32",
+    "cifar100": "cnn-32",
+}
+
+
+def _channels(text: str) -> tuple[int, ...]:
+    """ "16,32" -> (16, 32)."""
+    try:
+        return tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected channel counts separated by commas, such as 16,32; got {text!r}"
+        ) from None
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -61,9 +82,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, help="output folder (default runs/DATASET)")
     parser.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
     parser.add_argument(
+        "--model",
+        choices=["vit", "cnn"],
+        default="vit",
+        help="vit (default) or cnn: a small CNN of about the same size (vitcourse.cnn)",
+    )
+    parser.add_argument(
         "--preset",
         choices=list(PRESETS),
-        help="model size (default: the course model for the dataset)",
+        help="ViT size (default: the course model for the dataset)",
     )
     parser.add_argument("--patch-size", type=int, help="override the preset's patch size")
     parser.add_argument("--dim", type=int, help="override the preset's width D")
@@ -72,6 +99,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--mlp-dim", type=int, help="override the preset's MLP width")
     parser.add_argument("--pool", choices=["cls", "mean"], help="override the preset's pooling")
     parser.add_argument("--drop-path", type=float, help="stochastic depth rate of the last block")
+    parser.add_argument(
+        "--stem",
+        dest="stem_channels",
+        type=_channels,
+        help="a hybrid ViT: 3x3 convolutions of these channels before the patches, e.g. 32 or 16,32",
+    )
+    parser.add_argument(
+        "--fraction",
+        type=float,
+        default=1.0,
+        help="train on this share of the training images, e.g. 0.1 (default 1)",
+    )
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--lr", type=float, default=TrainConfig.lr)
     parser.add_argument("--weight-decay", type=float, default=TrainConfig.weight_decay)
@@ -85,7 +124,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def build(args: argparse.Namespace) -> tuple[ViTConfig, TrainConfig]:
+# What --resume takes from OUT/run.json, so an interrupted run continues on the same data.
+RUN_ARGS = ("dataset", "model", "fraction", "batch_size", "no_augment")
+VIT_ONLY = (
+    "preset",
+    "patch_size",
+    "dim",
+    "depth",
+    "num_heads",
+    "mlp_dim",
+    "pool",
+    "drop_path",
+    "stem_channels",
+)
+
+
+def build(args: argparse.Namespace) -> tuple[ViTConfig | CNNConfig, TrainConfig]:
     """The model and training configs the arguments ask for."""
     info = dataset_info(args.dataset)
     changes = {
@@ -93,10 +147,18 @@ def build(args: argparse.Namespace) -> tuple[ViTConfig, TrainConfig]:
         "in_channels": info.channels,
         "image_size": info.image_size,
     }
-    for name in ("patch_size", "dim", "depth", "num_heads", "mlp_dim", "pool", "drop_path"):
-        if getattr(args, name) is not None:
-            changes[name] = getattr(args, name)
-    model_config = preset(args.preset or DEFAULT_PRESET[info.name], **changes)
+    if args.model == "cnn":
+        given = [f"--{n.replace('_', '-')}" for n in VIT_ONLY if getattr(args, n) is not None]
+        if given:
+            raise SystemExit(
+                f"error: {', '.join(given)} set the ViT; --model cnn does not use them"
+            )
+        model_config = dataclasses.replace(CNN_PRESETS[CNN_PRESET[info.name]], **changes)
+    else:
+        for name in VIT_ONLY[1:]:
+            if getattr(args, name) is not None:
+                changes[name] = getattr(args, name)
+        model_config = preset(args.preset or DEFAULT_PRESET[info.name], **changes)
     length = (
         {"minutes": args.minutes} if args.minutes else {"epochs": args.epochs or TrainConfig.epochs}
     )
@@ -114,18 +176,26 @@ def build(args: argparse.Namespace) -> tuple[ViTConfig, TrainConfig]:
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     out = args.out or Path("runs") / dataset_info(args.dataset).name
-    checkpoint = out / "checkpoint.pt"
-    model_config, train_config = build(args)
+    checkpoint, run_file = out / "checkpoint.pt", out / "run.json"
     if args.resume:
         try:
             state = load_checkpoint(checkpoint)
         except CheckpointError as e:
             sys.exit(f"error: cannot resume: {e}")
-        model_config = ViTConfig(**state["model_config"])
+        # The same data as before the stop: the run's dataset, share of it, batches, model kind.
+        if run_file.exists():
+            vars(args).update(json.loads(run_file.read_text()))
+        args.model = state.get("architecture", "vit")
+    model_config, train_config = build(args)
+    if args.resume:
+        model_config = build_model(args.model, state["model_config"]).config
         stored = state["train_config"]
         if args.epochs or args.minutes:  # asked to train longer than first planned
             stored.update(epochs=args.epochs or stored["epochs"], minutes=args.minutes)
         train_config = TrainConfig(**stored)
+    else:
+        out.mkdir(parents=True, exist_ok=True)
+        run_file.write_text(json.dumps({name: getattr(args, name) for name in RUN_ARGS}, indent=2))
     if quick_mode():
         train_config = dataclasses.replace(train_config, epochs=1, minutes=None)
         print("quick mode: one epoch on a small subset")
@@ -137,32 +207,35 @@ def main(argv: list[str] | None = None) -> dict:
         augment=not args.no_augment,
         seed=train_config.seed,
         device=args.device,
+        fraction=args.fraction,
     )
-    model = VisionTransformer(model_config)
-    samples = torch.stack([loaders.val.dataset[i][0] for i in range(4)])
-    from vitcourse.data import denormalize
-
-    live = LivePlot(
-        samples,
-        denormalize(samples, loaders.info.name),
-        every_seconds=float("inf"),
-        png=out / "attention.png",
-        show=False,
-    )
-    trainer = Trainer(
-        model,
-        loaders,
-        train_config,
-        callbacks=[ProgressCallback(), CheckpointCallback(checkpoint), live],
-        device=args.device,
-    )
+    model = build_model(args.model, dataclasses.asdict(model_config))
+    callbacks = [ProgressCallback(), CheckpointCallback(checkpoint)]
+    if args.model == "vit":  # a CNN has no attention maps to draw
+        samples = torch.stack([loaders.val.dataset[i][0] for i in range(4)])
+        callbacks.append(
+            LivePlot(
+                samples,
+                denormalize(samples, loaders.info.name),
+                every_seconds=float("inf"),
+                png=out / "attention.png",
+                show=False,
+            )
+        )
+    trainer = Trainer(model, loaders, train_config, callbacks=callbacks, device=args.device)
     if args.resume:
         trainer.resume(checkpoint)
         print(f"resuming {checkpoint} after epoch {trainer.epoch} ({trainer.elapsed:.0f}s trained)")
+    if args.model == "vit":
+        shape = (
+            f"ViT, {model_config.depth} blocks, width {model_config.dim}, "
+            f"patch {model_config.patch_size}"
+        )
+    else:
+        shape = f"CNN, widths {model_config.widths}, convolutions {model_config.depths}"
     print(
-        f"{model_config.depth} blocks, width {model_config.dim}, patch {model_config.patch_size}: "
-        f"{model.num_parameters():,} parameters; {len(loaders.train.dataset):,} training images; "
-        f"device {trainer.device}"
+        f"{shape}: {model.num_parameters():,} parameters; "
+        f"{len(loaders.train.dataset):,} training images; device {trainer.device}"
     )
     start = time.perf_counter()
     trainer.fit()
@@ -172,6 +245,9 @@ def main(argv: list[str] | None = None) -> dict:
     test = evaluate(trainer.model, loaders.test, trainer.device)
     metrics = {
         "dataset": loaders.info.name,
+        "architecture": args.model,
+        "fraction": args.fraction,
+        "train_images": len(loaders.train.dataset),
         "model_config": dataclasses.asdict(model_config),
         "train_config": dataclasses.asdict(train_config),
         "parameters": model.num_parameters(),

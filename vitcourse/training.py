@@ -4,7 +4,7 @@ Introduced in notebook 06. `Trainer.fit` runs AdamW (weight decay on weight matr
 learning rate that warms up and then decays along a cosine, label smoothing and gradient clipping,
 and evaluates on the held-out validation split after every epoch. Training can be given a number
 of epochs or a time budget (`minutes`): with a budget, the schedule runs over elapsed time, so "train
-for 10 minutes" gets a full warm-up and decay. Progress bars, live plots and checkpoints are
+for 10 minutes" gets a full warm-up and decay (validation is measured outside the budget). Progress bars, live plots and checkpoints are
 callbacks. Ctrl-C (KeyboardInterrupt) stops cleanly: the model and history stay, and a checkpoint
 callback saves them. `Trainer.resume` continues from a checkpoint where it stopped.
 """
@@ -16,6 +16,7 @@ import os
 import random
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -213,8 +214,10 @@ class Trainer:
             self._count_time()
             if self.config.minutes is not None and self.done():
                 break
-        val = evaluate(self.model, self.loaders.val, self.device)
-        self._count_time()  # validation counts against a time budget too
+        # Measuring is not training: validation takes nothing from a time budget, so a model with
+        # a small training split (many short epochs) gets as much training time as any other.
+        with self.paused():
+            val = evaluate(self.model, self.loaders.val, self.device)
         self.epoch, self.batch = self.epoch + 1, 0
         losses = self.history.step_losses[first_step:]
         return {
@@ -226,8 +229,19 @@ class Trainer:
             "steps": self.step,
         }
 
+    @contextmanager
+    def paused(self):
+        """Time spent inside `with trainer.paused():` does not count as training time (say, extra
+        evaluations to draw a curve), so it takes nothing from a time budget."""
+        self._count_time()
+        try:
+            yield
+        finally:
+            self._tick = _now()
+
     def _count_time(self) -> None:
-        """Add the wall time since the last call to `elapsed`: loading data, computing, callbacks."""
+        """Add the wall time since the last call to `elapsed`: loading data, computing, callbacks
+        (but not the per-epoch validation, nor anything else `paused`)."""
         now = _now()
         self.elapsed += now - self._tick
         self._tick = now
@@ -258,6 +272,7 @@ class Trainer:
         return {
             "model": self.model.state_dict(),
             "model_config": asdict(self.model.config),
+            "architecture": self.model.architecture,
             "optimizer": self.optimizer.state_dict(),
             "schedule": {
                 "epoch": self.epoch,
@@ -286,6 +301,12 @@ class Trainer:
                 f"{path} holds a model but not a training run to resume "
                 f"(no {', '.join(sorted(missing))}): use load_model for it"
             )
+        architecture = state.get("architecture", "vit")
+        if architecture != self.model.architecture:
+            raise CheckpointError(
+                f"{path} holds a {architecture} training run; this trainer trains a "
+                f"{self.model.architecture}"
+            )
         try:
             self.model.load_state_dict(state["model"])
             self.optimizer.load_state_dict(state["optimizer"])
@@ -313,9 +334,12 @@ def save_model(model: nn.Module, path: str | Path, **info) -> Path:
 
     A fraction of a checkpoint's size: no optimizer state. `load_model` reads it.
     """
-    return _atomic_save(
-        {"model": model.state_dict(), "model_config": asdict(model.config), **info}, path
-    )
+    state = {
+        "model": model.state_dict(),
+        "model_config": asdict(model.config),
+        "architecture": model.architecture,
+    }
+    return _atomic_save({**state, **info}, path)
 
 
 def _atomic_save(obj: dict, path: str | Path) -> Path:
@@ -349,17 +373,62 @@ def load_checkpoint(path: str | Path) -> dict:
     return state
 
 
-def load_model(path: str | Path) -> nn.Module:
-    """The trained `VisionTransformer` saved in a checkpoint, in eval mode."""
+def build_model(architecture: str, config: dict) -> nn.Module:
+    """A new, untrained model: "vit" (`VisionTransformer`) or "cnn" (`SmallCNN`), from its config
+    as a plain dict (as checkpoints store it)."""
+    from vitcourse.cnn import CNNConfig, SmallCNN
     from vitcourse.vit import VisionTransformer, ViTConfig
 
+    kinds = {"vit": (VisionTransformer, ViTConfig), "cnn": (SmallCNN, CNNConfig)}
+    if architecture not in kinds:
+        raise ValueError(f"unknown architecture {architecture!r}: expected one of {list(kinds)}")
+    model_class, config_class = kinds[architecture]
+    return model_class(config_class(**config))
+
+
+def load_model(path: str | Path) -> nn.Module:
+    """The trained model (a `VisionTransformer` or a `SmallCNN`) saved in a checkpoint, in eval
+    mode."""
     state = load_checkpoint(path)
     try:
-        model = VisionTransformer(ViTConfig(**state["model_config"]))
+        # Checkpoints from before the CNN existed hold a ViT and do not say so.
+        model = build_model(state.get("architecture", "vit"), state["model_config"])
         model.load_state_dict(state["model"])
     except (TypeError, ValueError, RuntimeError) as e:
         raise CheckpointError(f"{path} holds a model that cannot be rebuilt: {e}") from e
     return model.eval()
+
+
+class Timeline(Callback):
+    """Accuracy against training time: evaluates on `loader` every `every_seconds` of training.
+
+    `points` holds (seconds of training, accuracy) pairs, from the start (0 s) to the end. The
+    evaluations are paused time: they take nothing from a time budget, so two models compared
+    over the same budget train for the same seconds however slow their evaluation is.
+    """
+
+    def __init__(self, loader, every_seconds: float = 15.0):
+        self.loader = loader
+        self.every_seconds = every_seconds
+        self.points: list[tuple[float, float]] = []
+
+    def on_fit_start(self, trainer: Trainer) -> None:
+        if not self.points:  # the untrained model (outside the timed loop, so nothing to pause)
+            self._measure(trainer)
+
+    def on_step_end(self, trainer: Trainer, loss: float) -> None:
+        trainer._count_time()  # bring elapsed up to date, this step included
+        if trainer.elapsed - self.points[-1][0] >= self.every_seconds:
+            with trainer.paused():
+                self._measure(trainer)
+
+    def on_fit_end(self, trainer: Trainer) -> None:
+        if trainer.elapsed > self.points[-1][0]:
+            self._measure(trainer)
+
+    def _measure(self, trainer: Trainer) -> None:
+        accuracy = evaluate(trainer.model, self.loader, trainer.device)["acc"]
+        self.points.append((trainer.elapsed, accuracy))
 
 
 class CheckpointCallback(Callback):

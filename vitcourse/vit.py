@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from vitcourse.block import TransformerBlock
+from vitcourse.cnn import conv_bn_relu
 from vitcourse.embedding import PatchEmbedding, resize_pos_embed, sincos_2d_position_embedding
 
 
@@ -39,8 +40,15 @@ class ViTConfig:
     drop_path: float = 0.0  # stochastic depth of the last block; earlier blocks get less, linearly
     pool: str = "cls"  # "cls": classify the cls token; "mean": the mean of the patch tokens
     pos_embed: str = "learned"  # "learned", or "sincos" for fixed 2-D sine-cosine embeddings
+    # The paper's "hybrid" (section 3.1): 3 x 3 convolutions (channels of each) before the patch
+    # embedding, which then cuts the feature map into patches. Empty: a pure ViT (the default).
+    stem_channels: tuple[int, ...] = ()
 
     def __post_init__(self):
+        # A list (from JSON or a checkpoint) becomes a tuple, so the config stays hashable.
+        object.__setattr__(self, "stem_channels", tuple(self.stem_channels))
+        if any(c < 1 for c in self.stem_channels):
+            raise ValueError(f"stem_channels must be positive, got {self.stem_channels}")
         if self.image_size % self.patch_size:
             raise ValueError(
                 f"image_size {self.image_size} is not a multiple of patch_size {self.patch_size}"
@@ -116,10 +124,18 @@ def preset(name: str, **changes) -> ViTConfig:
 class VisionTransformer(nn.Module):
     """(B, C, H, W) images -> (B, num_classes) logits."""
 
+    architecture = "vit"  # the name checkpoints store, to rebuild the right model
+
     def __init__(self, config: ViTConfig):
         super().__init__()
         self.config = c = config
-        self.patch_embed = PatchEmbedding(c.image_size, c.patch_size, c.in_channels, c.dim)
+        # A hybrid's convolutions keep the image size; the patches are cut from their output.
+        layers, channels = [], c.in_channels
+        for width in c.stem_channels:
+            layers.append(conv_bn_relu(channels, width))
+            channels = width
+        self.stem = nn.Sequential(*layers)  # empty (does nothing) for a pure ViT
+        self.patch_embed = PatchEmbedding(c.image_size, c.patch_size, channels, c.dim)
         self.cls_token = nn.Parameter(torch.zeros(1, 1, c.dim))
         # Learned embeddings train; sin-cos ones are fixed (a parameter that does not train keeps
         # the state dict the same shape either way).
@@ -171,7 +187,7 @@ class VisionTransformer(nn.Module):
                 f"expected {c.image_size}x{c.image_size} images, got {H}x{W}; "
                 "to run at another resolution, call model.set_image_size(new_size) first"
             )
-        x = self.patch_embed(images)  # (B, N, D)
+        x = self.patch_embed(self.stem(images))  # (B, N, D)
         cls = self.cls_token.expand(B, -1, -1)  # (1, 1, D) -> (B, 1, D)
         x = torch.cat([cls, x], dim=1)  # (B, N, D) -> (B, T, D)
         return self.pos_drop(x + self.pos_embed)

@@ -1,0 +1,113 @@
+"""A small convolutional network to race the ViT against (notebook 08).
+
+Introduced in notebook 08. `SmallCNN` is the classic recipe: stages of 3 x 3 convolutions, each
+followed by batch normalisation and a ReLU, with 2 x 2 max-pooling between stages, then the mean
+over the last feature map and one linear classifier. It is built, like the ViT, from a frozen
+config, and it has the same `config`, `num_parameters` and `(B, C, H, W) -> (B, num_classes)`
+interface, so `vitcourse.training.Trainer` trains it with the very same loop.
+
+What a convolution assumes and a ViT does not (its "inductive bias"):
+- locality: a 3 x 3 filter sees only neighbouring pixels; a ViT's attention may mix any patches.
+- translation equivariance: the same filter slides over every position; a ViT must learn from data
+  that a sleeve on the left and a sleeve on the right are the same kind of thing.
+- a hierarchy: pooling grows the field of view stage by stage, from edges to parts to objects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+
+@dataclass(frozen=True)
+class CNNConfig:
+    """Every size of the small CNN. The defaults: about the parameters of the course's ViT."""
+
+    image_size: int = 28  # side of the square input image, in pixels
+    in_channels: int = 1  # 3 for colour, 1 for grayscale
+    num_classes: int = 10  # outputs of the classifier head
+    widths: tuple[int, ...] = (32, 64, 128, 192)  # channels of each stage's convolutions
+    depths: tuple[int, ...] = (1, 1, 2, 2)  # 3 x 3 convolutions in each stage
+
+    def __post_init__(self):
+        # Lists (from JSON or a checkpoint) become tuples, so the config stays hashable.
+        object.__setattr__(self, "widths", tuple(self.widths))
+        object.__setattr__(self, "depths", tuple(self.depths))
+        if len(self.widths) != len(self.depths) or not self.widths:
+            raise ValueError(
+                f"widths and depths need one entry per stage, got {len(self.widths)} widths "
+                f"{self.widths} and {len(self.depths)} depths {self.depths}"
+            )
+        if min(self.widths) < 1 or min(self.depths) < 1:
+            raise ValueError(
+                f"every stage needs at least one channel and one convolution, "
+                f"got widths {self.widths} and depths {self.depths}"
+            )
+        smallest = 2 ** (len(self.widths) - 1)
+        if self.image_size < smallest:
+            raise ValueError(
+                f"{len(self.widths)} stages halve the image {len(self.widths) - 1} times: "
+                f"image_size must be at least {smallest}, got {self.image_size}"
+            )
+
+
+def conv_bn_relu(in_channels: int, out_channels: int) -> nn.Sequential:
+    """A 3 x 3 convolution that keeps the size, batch normalisation, ReLU.
+
+    No bias on the convolution: the batch norm right after it adds one.
+    """
+    return nn.Sequential(
+        nn.Conv2d(in_channels, out_channels, kernel_size=3, padding=1, bias=False),
+        nn.BatchNorm2d(out_channels),
+        nn.ReLU(inplace=True),
+    )
+
+
+class SmallCNN(nn.Module):
+    """(B, C, H, W) images -> (B, num_classes) logits."""
+
+    architecture = "cnn"  # the name checkpoints store, to rebuild the right model
+
+    def __init__(self, config: CNNConfig = CNNConfig()):
+        super().__init__()
+        self.config = c = config
+        stages, channels = [], c.in_channels
+        for index, (width, depth) in enumerate(zip(c.widths, c.depths, strict=True)):
+            layers = []
+            if index > 0:
+                # Halve height and width (28 -> 14 -> 7 -> 4): each later filter sees further.
+                layers.append(nn.MaxPool2d(2, ceil_mode=True))
+            for _ in range(depth):
+                layers.append(conv_bn_relu(channels, width))
+                channels = width
+            stages.append(nn.Sequential(*layers))
+        self.stages = nn.Sequential(*stages)
+        self.head = nn.Linear(channels, c.num_classes)
+
+    def forward_features(self, images: torch.Tensor) -> torch.Tensor:
+        """(B, C, H, W) -> (B, widths[-1], h, w): the last stage's feature map."""
+        c = self.config
+        if images.ndim != 4 or images.shape[1:] != (c.in_channels, c.image_size, c.image_size):
+            raise ValueError(
+                f"expected images of shape (B, {c.in_channels}, {c.image_size}, {c.image_size}), "
+                f"got {tuple(images.shape)}"
+            )
+        return self.stages(images)
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        features = self.forward_features(images)
+        return self.head(features.mean(dim=(2, 3)))  # the mean over positions, then classify
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+
+# The CNN the course compares with each dataset's ViT: the same image size, channels and classes.
+CNN_PRESETS: dict[str, CNNConfig] = {
+    # 796,266 parameters, next to course-28/7's 805,130.
+    "cnn-28": CNNConfig(),
+    # Colour 32 x 32 images (CIFAR): 1,789,690 parameters, next to course-32/4's 1,806,538.
+    "cnn-32": CNNConfig(image_size=32, in_channels=3, widths=(48, 96, 192, 288)),
+}
