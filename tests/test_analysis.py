@@ -1,5 +1,6 @@
 """vitcourse.analysis: each function on hand-made inputs whose answer is known."""
 
+import dataclasses
 import math
 
 import pytest
@@ -110,3 +111,6 @@ def test_patch_embedding_filters_find_the_dominant_pattern():
     torch.testing.assert_close(gram, torch.eye(5), atol=1e-5, rtol=0)  # orthonormal components
     with pytest.raises(ValueError, match="k must be between 1 and 32, got 33"):
         patch_embedding_filters(model, k=33)
+    hybrid = VisionTransformer(dataclasses.replace(model.config, stem_channels=(8,)))
+    with pytest.raises(ValueError, match="hybrid ViT: .* 8 feature maps, not pixels"):
+        patch_embedding_filters(hybrid)

@@ -150,7 +150,9 @@ def test_cli_hybrid_stem(tmp_path, capsys):
 
     out = tmp_path / "hybrid"
     metrics = train.main(["--stem", "8,16", "--out", str(out)])
-    assert metrics["model_config"]["stem_channels"] == [8, 16]
+    assert tuple(metrics["model_config"]["stem_channels"]) == (8, 16)
+    saved = json.loads((out / "metrics.json").read_text())
+    assert saved["model_config"]["stem_channels"] == [8, 16]
     assert load_model(out / "model.pt").config.stem_channels == (8, 16)
     with pytest.raises(SystemExit):
         train.main(["--stem", "8,x", "--out", str(out)])

@@ -66,8 +66,10 @@ def test_shapes_through_every_stage(pool, pos_embed):
 
 
 def test_submodule_names_follow_the_paper_and_timm():
-    names = [n for n, _ in VisionTransformer(TINY).named_children()]
-    assert names == ["patch_embed", "pos_drop", "blocks", "norm", "head"]
+    model = VisionTransformer(TINY)
+    names = [n for n, _ in model.named_children()]
+    assert names == ["stem", "patch_embed", "pos_drop", "blocks", "norm", "head"]
+    assert len(model.stem) == 0  # a pure ViT's stem is empty: no layers, no parameters
     params = dict(VisionTransformer(TINY).named_parameters())
     assert {"cls_token", "pos_embed", "blocks.1.attn.qkv.weight", "head.bias"} <= params.keys()
 

@@ -74,6 +74,12 @@ def patch_embedding_filters(model, k: int = 16) -> torch.Tensor:
     Each of the D filters of `patch_embed.proj` is a small C x P x P image; their principal
     components show what kind of patterns the first layer looks for (the paper's Figure 7, left).
     """
+    if getattr(model.config, "stem_channels", ()):
+        raise ValueError(
+            "this is a hybrid ViT: its patch embedding reads the convolution stem's "
+            f"{model.config.stem_channels[-1]} feature maps, not pixels, so its filters are not "
+            "images; expected a ViT without stem_channels"
+        )
     weight = model.patch_embed.proj.weight.detach().float()  # (D, C, P, P)
     D, C, P, _ = weight.shape
     if not 1 <= k <= min(D, C * P * P):
