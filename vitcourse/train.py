@@ -56,7 +56,7 @@ CNN_PRESET = {
 
 
 def _channels(text: str) -> tuple[int, ...]:
-    """ "16,32" -> (16, 32)."""
+    """The --stem value: "16,32" becomes (16, 32)."""
     try:
         return tuple(int(part) for part in text.split(","))
     except ValueError:

@@ -4,8 +4,8 @@ Introduced in notebook 06. `Trainer.fit` runs AdamW (weight decay on weight matr
 learning rate that warms up and then decays along a cosine, label smoothing and gradient clipping,
 and evaluates on the held-out validation split after every epoch. Training can be given a number
 of epochs or a time budget (`minutes`): with a budget, the schedule runs over elapsed time, so "train
-for 10 minutes" gets a full warm-up and decay (validation is measured outside the budget). Progress bars, live plots and checkpoints are
-callbacks. Ctrl-C (KeyboardInterrupt) stops cleanly: the model and history stay, and a checkpoint
+for 10 minutes" gets a full warm-up and decay (validation is measured outside the budget). Progress
+bars, live plots and checkpoints are callbacks. Ctrl-C (KeyboardInterrupt) stops cleanly: the model and history stay, and a checkpoint
 callback saves them. `Trainer.resume` continues from a checkpoint where it stopped.
 """
 
