@@ -5,8 +5,10 @@ learning rate that warms up and then decays along a cosine, label smoothing and 
 and evaluates on the held-out validation split after every epoch. Training can be given a number
 of epochs or a time budget (`minutes`): with a budget, the schedule runs over elapsed time, so "train
 for 10 minutes" gets a full warm-up and decay (validation is measured outside the budget). Progress
-bars, live plots and checkpoints are callbacks. Ctrl-C (KeyboardInterrupt) stops cleanly: the model and history stay, and a checkpoint
-callback saves them. `Trainer.resume` continues from a checkpoint where it stopped.
+bars, live plots and checkpoints are callbacks. Ctrl-C (KeyboardInterrupt) stops cleanly: the
+model and history stay, and a checkpoint callback saves them. `Trainer.resume` continues from a
+checkpoint where it stopped. The trainer trains any model with a `config` and an `architecture`
+name: the course's ViT, or notebook 08's CNN (`vitcourse.cnn`).
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@ Introduced in notebook 05. The forward pass has three stages, one per notebook t
 
 Submodule names follow timm (`patch_embed`, `cls_token`, `pos_embed`, `blocks`, `norm`, `head`),
 so `from_timm` copies a timm ViT's weights by name; `from_torchvision` maps torchvision's names.
+A "hybrid" ViT (`stem_channels`, notebook 08) runs a few convolutions in `stem` before `embed`
+cuts patches; for a pure ViT, the default, `stem` is empty.
 """
 
 from __future__ import annotations
