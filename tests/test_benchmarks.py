@@ -44,3 +44,19 @@ def test_notebook_times_executes_a_notebook(tmp_path, monkeypatch):
     nbformat.write(nb, path)
     monkeypatch.setenv("VITCOURSE_QUICK", "1")
     assert notebook_times.run(path, quick=True) >= 0.5
+
+
+def test_data_loading_compares_pil_with_in_memory_batches(tmp_path):
+    data_loading = load("data_loading")
+    out = tmp_path / "loading.json"
+    result = data_loading.main(
+        ["--rounds", "2", "--batches", "2", "--batch-size", "16", "--json", str(out)]
+    )
+    assert set(result["seconds_per_epoch"]) == {"pil", "in_memory"}
+    assert all(s > 0 for s in result["seconds_per_epoch"].values())
+    assert len(result["per_round_ratios"]) == 2
+    assert (
+        result["ratio"]
+        == result["seconds_per_epoch"]["pil"] / result["seconds_per_epoch"]["in_memory"]
+    )
+    assert out.exists()
