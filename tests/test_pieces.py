@@ -95,30 +95,6 @@ def test_patch_embedding_guards():
         PatchEmbedding(image_size=30, patch_size=4, in_channels=1, dim=8)
 
 
-def test_overlapping_patches_see_their_neighbours_edge_only():
-    """With overlap o, token 0 (the top-left patch) reads o pixels into patch 1, and no further."""
-    P, o = 7, 2
-    embed = PatchEmbedding(image_size=28, patch_size=P, in_channels=1, dim=8, overlap=o)
-    assert embed.proj.kernel_size == (P + 2 * o, P + 2 * o) and embed.proj.stride == (P, P)
-    images = torch.randn(2, 1, 28, 28)
-    tokens = embed(images)
-    assert tokens.shape == (2, 16, 8) and embed.num_patches == 16
-
-    def token0_changes(column):
-        nudged = images.clone()
-        nudged[:, :, 3, column] += 1.0
-        return not torch.allclose(embed(nudged)[:, 0], tokens[:, 0])
-
-    assert token0_changes(P + o - 1), "the last neighbouring column inside the window"
-    assert not token0_changes(P + o), "one column further is outside it"
-    plain = PatchEmbedding(image_size=28, patch_size=P, in_channels=1, dim=8)
-    assert plain.overlap == 0 and plain.proj.kernel_size == (P, P)
-    with pytest.raises(ValueError, match=r"overlap must be in \[0, patch size 7\), got 7"):
-        PatchEmbedding(image_size=28, patch_size=P, in_channels=1, dim=8, overlap=7)
-    with pytest.raises(ValueError, match="overlapping patches are not patchify's patches"):
-        embed.as_linear()
-
-
 def test_sincos_position_embedding():
     pos = sincos_2d_position_embedding(grid_size=4, dim=16)
     assert pos.shape == (16, 16)

@@ -162,7 +162,6 @@ def test_preset_changes_and_unknown_names():
         ({"pos_embed": "rope"}, "pos_embed must be 'learned' or 'sincos', got 'rope'"),
         ({"pos_embed": "sincos", "dim": 30, "num_heads": 3}, "divisible by 4, got 30"),
         ({"stem_channels": (8, 0)}, r"stem_channels must be positive, got \(8, 0\)"),
-        ({"patch_overlap": -1}, r"patch_overlap must be in \[0, patch_size 4\), got -1"),
     ],
 )
 def test_bad_configs_are_refused(changes, message):
@@ -327,18 +326,5 @@ def test_hybrid_stem_feeds_the_patch_embedding():
     extra = 3 * 8 * 9 + 2 * 8 + 8 * 12 * 9 + 2 * 12 + (12 - 3) * 4 * 4 * TINY.dim
     assert (
         sum(p.numel() for p in hybrid.parameters()) - sum(p.numel() for p in pure.parameters())
-        == extra
-    )
-
-
-def test_overlapping_patches_keep_the_tokens_and_grow_the_filters():
-    overlapping = VisionTransformer(dataclasses.replace(TINY, patch_overlap=1))
-    pure = VisionTransformer(TINY)
-    images = torch.randn(2, 3, 16, 16)
-    assert overlapping.embed(images).shape == pure.embed(images).shape
-    assert overlapping.patch_embed.proj.weight.shape == (TINY.dim, 3, 6, 6)  # 4 + 2 * 1
-    extra = (6 * 6 - 4 * 4) * 3 * TINY.dim
-    assert (
-        sum(p.numel() for p in overlapping.parameters()) - sum(p.numel() for p in pure.parameters())
         == extra
     )

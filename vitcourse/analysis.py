@@ -69,11 +69,10 @@ def position_embedding_similarity(model) -> torch.Tensor:
 
 
 def patch_embedding_filters(model, k: int = 16) -> torch.Tensor:
-    """The top `k` principal components of the patch-embedding filters, as (k, C, K, K) images.
+    """The top `k` principal components of the patch-embedding filters, as (k, C, P, P) images.
 
-    Each of the D filters of `patch_embed.proj` is a small C x K x K image (K = P, or P + 2 x the
-    patch overlap); their principal components show what kind of patterns the first layer looks
-    for (the paper's Figure 7, left).
+    Each of the D filters of `patch_embed.proj` is a small C x P x P image; their principal
+    components show what kind of patterns the first layer looks for (the paper's Figure 7, left).
     """
     if getattr(model.config, "stem_channels", ()):
         raise ValueError(
@@ -81,11 +80,11 @@ def patch_embedding_filters(model, k: int = 16) -> torch.Tensor:
             f"{model.config.stem_channels[-1]} feature maps, not pixels, so its filters are not "
             "images; expected a ViT without stem_channels"
         )
-    weight = model.patch_embed.proj.weight.detach().float()  # (D, C, K, K)
-    D, C, K, _ = weight.shape
-    if not 1 <= k <= min(D, C * K * K):
-        raise ValueError(f"k must be between 1 and {min(D, C * K * K)}, got {k}")
-    flat = weight.reshape(D, C * K * K)
+    weight = model.patch_embed.proj.weight.detach().float()  # (D, C, P, P)
+    D, C, P, _ = weight.shape
+    if not 1 <= k <= min(D, C * P * P):
+        raise ValueError(f"k must be between 1 and {min(D, C * P * P)}, got {k}")
+    flat = weight.reshape(D, C * P * P)
     flat = flat - flat.mean(dim=0, keepdim=True)  # principal components of the centred filters
     _, _, vh = torch.linalg.svd(flat, full_matrices=False)  # rows of vh: components, by variance
-    return vh[:k].reshape(k, C, K, K)
+    return vh[:k].reshape(k, C, P, P)

@@ -18,35 +18,18 @@ from vitcourse.patching import check_patchable
 
 
 class PatchEmbedding(nn.Module):
-    """(B, C, H, W) images -> (B, N, D) patch tokens, by a strided convolution named `proj`.
+    """(B, C, H, W) images -> (B, N, D) patch tokens, by a strided convolution named `proj`."""
 
-    With `overlap` > 0 each token also sees that many pixels of its neighbours on every side (a
-    (P + 2 overlap)-pixel window, still moved P pixels at a time, zeros beyond the image's edge):
-    the same N tokens, each with a little context. The paper's ViT has no overlap (the default).
-    """
-
-    def __init__(
-        self, image_size: int, patch_size: int, in_channels: int, dim: int, overlap: int = 0
-    ):
+    def __init__(self, image_size: int, patch_size: int, in_channels: int, dim: int):
         super().__init__()
         check_patchable(image_size, image_size, patch_size)
-        if not 0 <= overlap < patch_size:
-            raise ValueError(f"overlap must be in [0, patch size {patch_size}), got {overlap}")
         self.image_size = image_size
         self.patch_size = patch_size
         self.in_channels = in_channels
-        self.overlap = overlap
         self.grid_size = image_size // patch_size
         self.num_patches = self.grid_size**2
-        # One P x P kernel per output channel, moved P pixels at a time: each patch is seen once
-        # (with overlap, a larger kernel that also sees the neighbours' nearest pixels).
-        self.proj = nn.Conv2d(
-            in_channels,
-            dim,
-            kernel_size=patch_size + 2 * overlap,
-            stride=patch_size,
-            padding=overlap,
-        )
+        # One P x P kernel per output channel, moved P pixels at a time: each patch is seen once.
+        self.proj = nn.Conv2d(in_channels, dim, kernel_size=patch_size, stride=patch_size)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         if images.ndim != 4:
@@ -60,8 +43,6 @@ class PatchEmbedding(nn.Module):
 
     def as_linear(self) -> nn.Linear:
         """The same projection as an `nn.Linear` acting on `patchify`'s output (B, N, P*P*C)."""
-        if self.overlap:
-            raise ValueError("overlapping patches are not patchify's patches: no Linear equivalent")
         D, C, P, _ = self.proj.weight.shape
         linear = nn.Linear(P * P * C, D)
         with torch.no_grad():

@@ -97,12 +97,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--depth", type=int, help="override the preset's number of blocks")
     parser.add_argument("--heads", dest="num_heads", type=int, help="override the preset's heads")
     parser.add_argument("--mlp-dim", type=int, help="override the preset's MLP width")
-    parser.add_argument(
-        "--overlap",
-        dest="patch_overlap",
-        type=int,
-        help="pixels each patch also sees of its neighbours on every side (default 0)",
-    )
     parser.add_argument("--pool", choices=["cls", "mean"], help="override the preset's pooling")
     parser.add_argument("--drop-path", type=float, help="stochastic depth rate of the last block")
     parser.add_argument(
@@ -142,7 +136,6 @@ VIT_ONLY = (
     "pool",
     "drop_path",
     "stem_channels",
-    "patch_overlap",
 )
 
 

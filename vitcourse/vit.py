@@ -45,8 +45,6 @@ class ViTConfig:
     # The paper's "hybrid" (section 3.1): 3 x 3 convolutions (channels of each) before the patch
     # embedding, which then cuts the feature map into patches. Empty: a pure ViT (the default).
     stem_channels: tuple[int, ...] = ()
-    # Pixels each patch's embedding also sees of its neighbours, on every side (0: the paper's ViT).
-    patch_overlap: int = 0
 
     def __post_init__(self):
         # A list (from JSON or a checkpoint) becomes a tuple, so the config stays hashable.
@@ -56,11 +54,6 @@ class ViTConfig:
         if self.image_size % self.patch_size:
             raise ValueError(
                 f"image_size {self.image_size} is not a multiple of patch_size {self.patch_size}"
-            )
-        if not 0 <= self.patch_overlap < self.patch_size:
-            raise ValueError(
-                f"patch_overlap must be in [0, patch_size {self.patch_size}), "
-                f"got {self.patch_overlap}"
             )
         if self.dim % self.num_heads:
             raise ValueError(f"dim {self.dim} is not divisible by num_heads {self.num_heads}")
@@ -144,9 +137,7 @@ class VisionTransformer(nn.Module):
             layers.append(conv_bn_relu(channels, width))
             channels = width
         self.stem = nn.Sequential(*layers)  # empty (does nothing) for a pure ViT
-        self.patch_embed = PatchEmbedding(
-            c.image_size, c.patch_size, channels, c.dim, overlap=c.patch_overlap
-        )
+        self.patch_embed = PatchEmbedding(c.image_size, c.patch_size, channels, c.dim)
         self.cls_token = nn.Parameter(torch.zeros(1, 1, c.dim))
         # Learned embeddings train; sin-cos ones are fixed (a parameter that does not train keeps
         # the state dict the same shape either way).
