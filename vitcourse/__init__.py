@@ -14,7 +14,7 @@ Each module is one concept, introduced by one notebook (Dosovitskiy et al., "An 
     training, live      notebook 06: the trainer and its callbacks; the live attention plot
     train               the command-line trainer, python -m vitcourse.train
     analysis            notebooks 06-07: attention rollout, attention distance, Figure 7
-    cnn                 notebook 08: a small CNN of the same size, to race the ViT
+    cnn                 notebook 08: a small CNN, to race the ViT
 
 Shape legend, used in every docstring and comment:
 

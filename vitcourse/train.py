@@ -46,7 +46,7 @@ DEFAULT_PRESET = {
     "cifar10": "course-32/4",
     "cifar100": "course-32/4",
 }
-# The CNN of about the same size as each dataset's ViT (--model cnn).
+# The CNN for each dataset (--model cnn): as many parameters as its 6-block ViT (course-28/4, -32/4).
 CNN_PRESET = {
     "fashion-mnist": "cnn-28",
     "mnist": "cnn-28",
@@ -85,7 +85,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--model",
         choices=["vit", "cnn"],
         default="vit",
-        help="vit (default) or cnn: a small CNN of about the same size (vitcourse.cnn)",
+        help="vit (default) or cnn: a small CNN (vitcourse.cnn)",
     )
     parser.add_argument(
         "--preset",
