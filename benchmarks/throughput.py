@@ -4,7 +4,7 @@ Both models take the same training steps (forward, cross-entropy, backward, Adam
 random batch, interleaved round by round so that a noisy shared machine slows both alike. Reports
 the median images per second of each and the ratio of the medians.
 
-    python benchmarks/throughput.py                      # both course presets, CPU
+    python benchmarks/throughput.py                      # the three course presets, CPU
     python benchmarks/throughput.py --preset course-28/4 --rounds 7 --steps 10 --batch-size 128
 """
 
@@ -98,7 +98,7 @@ def main() -> None:
         "--preset",
         action="append",
         choices=list(PRESETS),
-        help="course preset(s) to time (default: course-28/4 and course-32/4)",
+        help="course preset(s) to time (default: course-28/7, course-28/4 and course-32/4)",
     )
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--steps", type=int, default=10, help="training steps per model per round")
@@ -109,7 +109,7 @@ def main() -> None:
     device = pick_device(args.device)
     results = [
         compare(p, args.rounds, args.steps, args.batch_size, device)
-        for p in args.preset or ["course-28/4", "course-32/4"]
+        for p in args.preset or ["course-28/7", "course-28/4", "course-32/4"]
     ]
     print(
         f"device {device}, {torch.get_num_threads()} threads, torch {torch.__version__}, "

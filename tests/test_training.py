@@ -11,7 +11,9 @@ import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 from vitcourse.analysis import attention_rollout
+from vitcourse.data import load_dataset
 from vitcourse.training import (
+    TRAINED_MODEL,
     Callback,
     CheckpointCallback,
     CheckpointError,
@@ -23,7 +25,7 @@ from vitcourse.training import (
     load_model,
     make_optimizer,
 )
-from vitcourse.vit import VisionTransformer, ViTConfig
+from vitcourse.vit import VisionTransformer, ViTConfig, preset
 
 TINY = ViTConfig(
     image_size=8,
@@ -255,6 +257,21 @@ def test_load_model_rebuilds_the_trained_model(tmp_path):
     images = torch.randn(2, 1, 8, 8)
     trainer.model.eval()
     torch.testing.assert_close(model(images), trainer.model(images))
+
+
+def test_the_shipped_model_is_the_default_config_and_trained():
+    """data/trained/: loads safely, has today's default config, and classifies test images well."""
+    info = load_checkpoint(TRAINED_MODEL)
+    model = load_model(TRAINED_MODEL).eval()
+    assert model.config == preset("course-28/7"), "the README and notebook 07 describe the default"
+    test = load_dataset("fashion-mnist", train=False)
+    images = torch.stack([test[i][0] for i in range(1000)])
+    labels = torch.tensor([test[i][1] for i in range(1000)])
+    with torch.no_grad():
+        accuracy = (model(images).argmax(-1) == labels).float().mean().item()
+    # The README quotes its accuracy on all 10,000 test images; 1,000 of them land within a point
+    # or two of it (a wrong or untrained file would score near 10%).
+    assert abs(accuracy - info["test_acc"]) < 0.03 and accuracy > 0.85
 
 
 # --- attention rollout ------------------------------------------------------------------------
