@@ -312,7 +312,7 @@ class InMemoryImages(Dataset):
     Training reads images a batch at a time (the DataLoader calls `__getitems__` with a batch's
     indices), so augmentation and normalisation run once per batch, in tensor operations: on a
     2-core CPU that is many times faster than decoding and transforming one PIL image at a time.
-    An image read on its own (`dataset[i]`) comes out exactly as `load_dataset` gives it.
+    Without augmentation an image (`dataset[i]`) comes out exactly as `load_dataset` gives it.
     """
 
     def __init__(
@@ -389,7 +389,8 @@ def make_loaders(
         raise ValueError(f"fraction is a share of the training images in (0, 1], got {fraction}")
     train_files = load_dataset(info.name, train=True, root=root)
     train_aug = InMemoryImages.from_torchvision(train_files, info, augment=augment)
-    train_plain = InMemoryImages.from_torchvision(train_files, info, augment=False)
+    # The validation images come from the same bytes in memory, read without augmentation.
+    train_plain = InMemoryImages(train_aug.images, train_aug.labels, info, augment=False)
     test = InMemoryImages.from_torchvision(load_dataset(info.name, train=False, root=root), info)
     n = len(train_plain)
     if not 0 < val_size < n:
