@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
 
     info = dataset_info(args.dataset)
-    fast = make_loaders(info.name, args.batch_size, limit=None, device="cpu").train
+    fast = make_loaders(info.name, args.batch_size, device="cpu").train
     pil = DataLoader(
         load_dataset(info.name, train=True, augment=True),
         args.batch_size,
