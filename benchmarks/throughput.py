@@ -2,10 +2,12 @@
 
 Both models take the same training steps (forward, cross-entropy, backward, AdamW) on the same
 random batch, interleaved round by round so that a noisy shared machine slows both alike. Reports
-the median images per second of each and the ratio of the medians.
+the median images per second of each and the ratio of the medians. `--against PRESET` times a
+course preset against another one instead of timm's, to see what a change costs per step.
 
     python benchmarks/throughput.py                      # the three course presets, CPU
     python benchmarks/throughput.py --preset course-28/4 --rounds 7 --steps 10 --batch-size 128
+    python benchmarks/throughput.py --preset course-28/conv --against course-28/7  # a stem's cost
 """
 
 from __future__ import annotations
@@ -57,12 +59,24 @@ def images_per_second(model, optimizer, images, labels, steps: int) -> float:
     return steps * images.shape[0] / (time.perf_counter() - start)
 
 
-def compare(preset: str, rounds: int, steps: int, batch_size: int, device: torch.device) -> dict:
+def compare(
+    preset: str,
+    rounds: int,
+    steps: int,
+    batch_size: int,
+    device: torch.device,
+    against: str = "timm",
+) -> dict:
+    """Interleaved timings of a course preset and `against`: timm's twin of it, or another preset."""
     config = PRESETS[preset]
     torch.manual_seed(0)
-    models = {"vitcourse": VisionTransformer(config), "timm": timm_twin(config)}
-    counts = {name: sum(p.numel() for p in m.parameters()) for name, m in models.items()}
-    assert counts["vitcourse"] == counts["timm"], counts
+    models = {"ours": VisionTransformer(config)}
+    if against == "timm":
+        models["theirs"] = timm_twin(config)
+        counts = {name: sum(p.numel() for p in m.parameters()) for name, m in models.items()}
+        assert counts["ours"] == counts["theirs"], counts
+    else:  # what a change costs per step, e.g. course-28/conv (a stem) against course-28/7
+        models["theirs"] = VisionTransformer(PRESETS[against])
     images = torch.randn(
         batch_size, config.in_channels, config.image_size, config.image_size, device=device
     )
@@ -75,20 +89,22 @@ def compare(preset: str, rounds: int, steps: int, batch_size: int, device: torch
     for _ in range(rounds):
         for name, model in models.items():  # interleaved: each round times both
             speeds[name].append(images_per_second(model, optimizers[name], images, labels, steps))
-    ours, theirs = (statistics.median(speeds[n]) for n in ("vitcourse", "timm"))
+    ours, theirs = (statistics.median(speeds[n]) for n in ("ours", "theirs"))
     return {
         "preset": preset,
-        "parameters": counts["vitcourse"],
+        "against": against,
+        "parameters": sum(p.numel() for p in models["ours"].parameters()),
+        "against_parameters": sum(p.numel() for p in models["theirs"].parameters()),
         "batch_size": batch_size,
         "device": str(device),
         "threads": torch.get_num_threads(),
         "rounds": rounds,
         "steps_per_round": steps,
         "vitcourse_img_s": ours,
-        "timm_img_s": theirs,
+        "against_img_s": theirs,
         "ratio": ours / theirs,
-        "vitcourse_all": speeds["vitcourse"],
-        "timm_all": speeds["timm"],
+        "vitcourse_all": speeds["ours"],
+        "against_all": speeds["theirs"],
     }
 
 
@@ -100,6 +116,12 @@ def main() -> None:
         choices=list(PRESETS),
         help="course preset(s) to time (default: course-28/7, course-28/4 and course-32/4)",
     )
+    parser.add_argument(
+        "--against",
+        default="timm",
+        choices=["timm", *PRESETS],
+        help="time against timm's ViT of the same size (default) or another course preset",
+    )
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--steps", type=int, default=10, help="training steps per model per round")
     parser.add_argument("--batch-size", type=int, default=128)
@@ -108,18 +130,22 @@ def main() -> None:
     args = parser.parse_args()
     device = pick_device(args.device)
     results = [
-        compare(p, args.rounds, args.steps, args.batch_size, device)
+        compare(p, args.rounds, args.steps, args.batch_size, device, args.against)
         for p in args.preset or ["course-28/7", "course-28/4", "course-32/4"]
     ]
     print(
         f"device {device}, {torch.get_num_threads()} threads, torch {torch.__version__}, "
         f"timm {timm.__version__}; median of {args.rounds} interleaved rounds"
     )
-    print(f"{'preset':<14}{'params':>10}{'vitcourse img/s':>17}{'timm img/s':>12}{'ratio':>8}")
+    print(
+        f"{'preset':<15}{'params':>10}{'img/s':>9}   {'against':<15}{'params':>10}{'img/s':>9}"
+        f"{'ratio':>8}"
+    )
     for r in results:
         print(
-            f"{r['preset']:<14}{r['parameters']:>10,}{r['vitcourse_img_s']:>17.1f}"
-            f"{r['timm_img_s']:>12.1f}{r['ratio']:>8.3f}"
+            f"{r['preset']:<15}{r['parameters']:>10,}{r['vitcourse_img_s']:>9.1f}   "
+            f"{r['against']:<15}{r['against_parameters']:>10,}{r['against_img_s']:>9.1f}"
+            f"{r['ratio']:>8.3f}"
         )
     if args.json:
         with open(args.json, "w") as f:

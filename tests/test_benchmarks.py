@@ -20,9 +20,24 @@ def test_throughput_compares_same_sized_models():
     result = throughput.compare(
         "course-28/4", rounds=1, steps=1, batch_size=4, device=torch.device("cpu")
     )
-    assert result["parameters"] == 805_130
-    assert result["vitcourse_img_s"] > 0 and result["timm_img_s"] > 0
-    assert result["ratio"] == result["vitcourse_img_s"] / result["timm_img_s"]
+    assert result["parameters"] == result["against_parameters"] == 805_130
+    assert result["vitcourse_img_s"] > 0 and result["against_img_s"] > 0
+    assert result["ratio"] == result["vitcourse_img_s"] / result["against_img_s"]
+
+
+def test_throughput_times_one_preset_against_another():
+    """What the hybrid's stem costs per step: course-28/conv against the pure course-28/7."""
+    throughput = load("throughput")
+    result = throughput.compare(
+        "course-28/conv",
+        rounds=1,
+        steps=1,
+        batch_size=4,
+        device=torch.device("cpu"),
+        against="course-28/7",
+    )
+    assert (result["parameters"], result["against_parameters"]) == (433_018, 407_690)
+    assert len(result["vitcourse_all"]) == len(result["against_all"]) == 1
 
 
 def test_notebook_times_executes_a_notebook(tmp_path, monkeypatch):

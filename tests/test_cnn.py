@@ -1,5 +1,6 @@
 """vitcourse.cnn: the small CNN notebook 08 races against the ViT, and the trainer's Timeline."""
 
+import dataclasses
 import json
 
 import pytest
@@ -17,7 +18,7 @@ from vitcourse.training import (
     load_model,
     save_model,
 )
-from vitcourse.vit import VisionTransformer, preset
+from vitcourse.vit import PRESETS, VisionTransformer, preset
 
 TINY_CNN = CNNConfig(image_size=8, in_channels=1, num_classes=3, widths=(8, 16), depths=(1, 1))
 
@@ -148,12 +149,21 @@ def test_cli_trains_the_cnn_on_a_fraction_and_resumes_it(tmp_path, capsys):
 def test_cli_hybrid_stem(tmp_path, capsys):
     from vitcourse import train
 
+    # The default for Fashion-MNIST is the hybrid course-28/conv; --preset course-28/7 is pure.
+    default = train.main(["--out", str(tmp_path / "default")])
+    assert default["model_config"] == dataclasses.asdict(PRESETS["course-28/conv"])
+    assert "stem 16,32,64 stride 2, 4x4 patches" in capsys.readouterr().out
     out = tmp_path / "hybrid"
-    metrics = train.main(["--stem", "8,16", "--out", str(out)])
+    metrics = train.main(["--preset", "course-28/7", "--stem", "8,16", "--out", str(out)])
     assert tuple(metrics["model_config"]["stem_channels"]) == (8, 16)
+    assert metrics["model_config"]["stem_stride"] == 1
     saved = json.loads((out / "metrics.json").read_text())
     assert saved["model_config"]["stem_channels"] == [8, 16]
     assert load_model(out / "model.pt").config.stem_channels == (8, 16)
+    # A stride-2 stem of two convolutions: 28 -> 14 -> 7, cut into 7 x 7 one-cell patches.
+    strided = train.main(["--stem", "8,16", "--out", str(tmp_path / "strided")])
+    assert load_model(tmp_path / "strided" / "model.pt").config.grid_size == 7
+    assert strided["model_config"]["stem_stride"] == 2
     with pytest.raises(SystemExit):
         train.main(["--stem", "8,x", "--out", str(out)])
     assert "expected channel counts separated by commas, such as 16,32; got '8,x'" in (

@@ -259,11 +259,11 @@ def test_load_model_rebuilds_the_trained_model(tmp_path):
     torch.testing.assert_close(model(images), trainer.model(images))
 
 
-def test_the_shipped_model_is_the_default_config_and_trained():
-    """data/trained/: loads safely, has today's default config, and classifies test images well."""
+def test_the_shipped_model_is_the_course_vit_and_trained():
+    """data/trained/: loads safely, is the pure ViT notebook 07 looks inside, classifies well."""
     info = load_checkpoint(TRAINED_MODEL)
     model = load_model(TRAINED_MODEL).eval()
-    assert model.config == preset("course-28/7"), "the README and notebook 07 describe the default"
+    assert model.config == preset("course-28/7"), "the README and notebook 07 describe this model"
     test = load_dataset("fashion-mnist", train=False)
     images = torch.stack([test[i][0] for i in range(1000)])
     labels = torch.tensor([test[i][1] for i in range(1000)])

@@ -162,6 +162,12 @@ def test_preset_changes_and_unknown_names():
         ({"pos_embed": "rope"}, "pos_embed must be 'learned' or 'sincos', got 'rope'"),
         ({"pos_embed": "sincos", "dim": 30, "num_heads": 3}, "divisible by 4, got 30"),
         ({"stem_channels": (8, 0)}, r"stem_channels must be positive, got \(8, 0\)"),
+        ({"stem_channels": (8,), "stem_stride": 3}, "stem_stride must be 1 or 2, got 3"),
+        ({"stem_stride": 2}, "stem_stride=2 needs stem convolutions: set stem_channels too"),
+        (
+            {"stem_channels": (8,), "stem_stride": 2, "patch_size": 3},
+            "the stem's output size 8 is not a multiple of patch_size 3",
+        ),
     ],
 )
 def test_bad_configs_are_refused(changes, message):
@@ -328,3 +334,35 @@ def test_hybrid_stem_feeds_the_patch_embedding():
         sum(p.numel() for p in hybrid.parameters()) - sum(p.numel() for p in pure.parameters())
         == extra
     )
+
+
+def test_a_stride_2_stem_makes_the_token_grid():
+    """course-28/conv: 28 -> 14 -> 7 -> 4 pixels, then each cell of the 4 x 4 grid is a token."""
+    config = PRESETS["course-28/conv"]
+    assert (config.stem_size, config.grid_size, config.num_tokens) == (4, 4, 17)
+    model = VisionTransformer(config)
+    convs = [m for m in model.stem.modules() if isinstance(m, torch.nn.Conv2d)]
+    assert [(c.in_channels, c.out_channels, c.stride) for c in convs] == [
+        (1, 16, (2, 2)),
+        (16, 32, (2, 2)),
+        (32, 64, (2, 2)),
+    ]
+    images = torch.randn(3, 1, 28, 28)
+    assert model.stem(images).shape == (3, 64, 4, 4)
+    assert model.embed(images).shape == (3, 17, 128)
+    assert model(images).shape == (3, 10)
+    assert model.attention_maps(images).shape == (3, 3, 4, 17, 17)
+    # The same transformer as the pure course-28/7; only the way in differs.
+    pure = PRESETS["course-28/7"]
+    assert (config.dim, config.depth, config.num_heads, config.num_tokens) == (
+        pure.dim,
+        pure.depth,
+        pure.num_heads,
+        pure.num_tokens,
+    )
+    # An odd size rounds up at each halving: 30 -> 15 -> 8 -> 4.
+    model.set_image_size(30)
+    assert model.config.grid_size == 4 and model(torch.randn(1, 1, 30, 30)).shape == (1, 10)
+    model.set_image_size(56)  # 56 -> 28 -> 14 -> 7: a 7 x 7 grid, position embeddings resized
+    assert model.pos_embed.shape == (1, 50, 128)
+    assert model(torch.randn(1, 1, 56, 56)).shape == (1, 10)

@@ -53,13 +53,14 @@ class CNNConfig:
             )
 
 
-def conv_bn_relu(in_channels: int, out_channels: int) -> nn.Sequential:
-    """A 3 x 3 convolution that keeps the size, batch normalisation, ReLU.
+def conv_bn_relu(in_channels: int, out_channels: int, stride: int = 1) -> nn.Sequential:
+    """A 3 x 3 convolution, batch normalisation, ReLU.
 
+    Stride 1 keeps the size; stride 2 halves it, rounding up (28 -> 14 -> 7 -> 4).
     No bias on the convolution: the batch norm right after it adds one.
     """
     return nn.Sequential(
-        nn.Conv2d(in_channels, out_channels, kernel_size=3, padding=1, bias=False),
+        nn.Conv2d(in_channels, out_channels, kernel_size=3, stride=stride, padding=1, bias=False),
         nn.BatchNorm2d(out_channels),
         nn.ReLU(inplace=True),
     )
@@ -106,8 +107,8 @@ class SmallCNN(nn.Module):
 
 # The CNN the course compares with each dataset's ViT: the same image size, channels and classes.
 CNN_PRESETS: dict[str, CNNConfig] = {
-    # 796,266 parameters, next to the 6-block course-28/4's 805,130 (the trainer's default ViT,
-    # course-28/7, has 3 blocks and 407,690: fewer blocks, more steps in a time budget).
+    # 796,266 parameters, next to the 6-block course-28/4's 805,130 (the course's ViT in notebooks
+    # 06-08, course-28/7, has 3 blocks and 407,690: fewer blocks, more steps in a time budget).
     "cnn-28": CNNConfig(),
     # Colour 32 x 32 images (CIFAR): 1,789,690 parameters, next to course-32/4's 1,806,538.
     "cnn-32": CNNConfig(image_size=32, in_channels=3, widths=(48, 96, 192, 288)),

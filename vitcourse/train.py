@@ -41,8 +41,9 @@ from vitcourse.training import (
 from vitcourse.vit import PRESETS, ViTConfig, preset
 
 DEFAULT_PRESET = {
-    "fashion-mnist": "course-28/7",
-    "mnist": "course-28/7",
+    # The hybrid: a convolutional stem, then course-28/7's transformer (vitcourse/vit.py says why).
+    "fashion-mnist": "course-28/conv",
+    "mnist": "course-28/conv",
     "cifar10": "course-32/4",
     "cifar100": "course-32/4",
 }
@@ -106,6 +107,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="a hybrid ViT: 3x3 convolutions of these channels before the patches, e.g. 32 or 16,32",
     )
     parser.add_argument(
+        "--stem-stride",
+        type=int,
+        choices=[1, 2],
+        help="1: the stem keeps the image size; 2: each stem convolution halves it",
+    )
+    parser.add_argument(
         "--fraction",
         type=float,
         default=1.0,
@@ -136,6 +143,7 @@ VIT_ONLY = (
     "pool",
     "drop_path",
     "stem_channels",
+    "stem_stride",
 )
 
 
@@ -227,10 +235,13 @@ def main(argv: list[str] | None = None) -> dict:
         trainer.resume(checkpoint)
         print(f"resuming {checkpoint} after epoch {trainer.epoch} ({trainer.elapsed:.0f}s trained)")
     if args.model == "vit":
-        shape = (
-            f"ViT, {model_config.depth} blocks, width {model_config.dim}, "
-            f"patch {model_config.patch_size}"
-        )
+        shape = f"ViT, {model_config.depth} blocks, width {model_config.dim}, "
+        if model_config.stem_channels:
+            shape += (
+                f"stem {','.join(map(str, model_config.stem_channels))} stride "
+                f"{model_config.stem_stride}, "
+            )
+        shape += f"{model_config.grid_size}x{model_config.grid_size} patches"
     else:
         shape = f"CNN, widths {model_config.widths}, convolutions {model_config.depths}"
     print(
