@@ -373,7 +373,7 @@ def test_vision_transformer_mistakes(kwargs, hint):
 @pytest.mark.parametrize(
     "config",
     [
-        *PRESETS.values(),
+        *(config for config in PRESETS.values() if not config.stem_channels),
         ViTConfig(
             image_size=32,
             patch_size=8,
@@ -387,6 +387,11 @@ def test_vision_transformer_mistakes(kwargs, hint):
 )
 def test_count_parameters_reference_is_exact(config):
     assert checks.count_parameters(config) == VisionTransformer(config).num_parameters()
+
+
+def test_count_parameters_refuses_a_hybrid():
+    with pytest.raises(ValueError, match="counts a pure ViT; this config has a convolutional"):
+        checks.count_parameters(PRESETS["course-28/conv"])
 
 
 def test_parameter_count_check():

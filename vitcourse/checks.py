@@ -629,6 +629,11 @@ def check_parameter_count(fn: Callable) -> Callable:
 
 def count_parameters(config: vit.ViTConfig) -> int:
     """A ViT's trainable parameters, counted from its sizes (reference for notebook 05)."""
+    if config.stem_channels:
+        raise ValueError(
+            f"count_parameters counts a pure ViT; this config has a convolutional stem "
+            f"{config.stem_channels} (count a hybrid with VisionTransformer(config).num_parameters())"
+        )
     D, C, P = config.dim, config.in_channels, config.patch_size
     patch_embed = P * P * C * D + D
     tokens = D + (config.num_tokens * D if config.pos_embed == "learned" else 0)  # cls + positions

@@ -104,7 +104,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--stem",
         dest="stem_channels",
         type=_channels,
-        help="a hybrid ViT: 3x3 convolutions of these channels before the patches, e.g. 32 or 16,32",
+        help="a hybrid ViT: 3x3 convolutions of these channels before the patches, e.g. 32 or 16,32 "
+        "(each keeps the image size, or halves it with the preset's or --stem-stride's 2)",
     )
     parser.add_argument(
         "--stem-stride",
