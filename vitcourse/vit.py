@@ -124,7 +124,7 @@ PRESETS: dict[str, ViTConfig] = {
     # The trainer's default for 28 x 28 images: course-28/7 with a convolutional stem in place of
     # the 7 x 7 patches. Three 3 x 3 convolutions of stride 2 take 28 x 28 pixels to a 4 x 4 grid of
     # 64 features (16 tokens, as with 7 x 7 patches); each "patch" is one cell of that grid. A fifth
-    # slower per step, but it learns far more per step: 91.1% and 91.6% in two 10-minute runs
+    # slower per step, but it learns far more per step: 91.1% to 91.6% in three 10-minute runs
     # against 90.1% for course-28/7, 93.1% in 60 minutes against 92.5% (benchmarks/README.md).
     "course-28/conv": replace(
         _COURSE_28, patch_size=1, depth=3, stem_channels=(16, 32, 64), stem_stride=2
