@@ -164,6 +164,10 @@ def test_cli_hybrid_stem(tmp_path, capsys):
     strided = train.main(["--stem", "8,16", "--out", str(tmp_path / "strided")])
     assert load_model(tmp_path / "strided" / "model.pt").config.grid_size == 7
     assert strided["model_config"]["stem_stride"] == 2
+    with pytest.raises(SystemExit, match="error: stem_stride=2 needs stem convolutions"):
+        train.main(["--preset", "course-28/7", "--stem-stride", "2", "--out", str(out)])
+    with pytest.raises(SystemExit, match="error: image_size 28 is not a multiple of patch_size 5"):
+        train.main(["--preset", "course-28/7", "--patch-size", "5", "--out", str(out)])
     with pytest.raises(SystemExit):
         train.main(["--stem", "8,x", "--out", str(out)])
     assert "expected channel counts separated by commas, such as 16,32; got '8,x'" in (

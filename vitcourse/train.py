@@ -167,7 +167,10 @@ def build(args: argparse.Namespace) -> tuple[ViTConfig | CNNConfig, TrainConfig]
         for name in VIT_ONLY[1:]:
             if getattr(args, name) is not None:
                 changes[name] = getattr(args, name)
-        model_config = preset(args.preset or DEFAULT_PRESET[info.name], **changes)
+        try:
+            model_config = preset(args.preset or DEFAULT_PRESET[info.name], **changes)
+        except ValueError as e:  # sizes that do not fit together, e.g. --patch-size 5 on 28 pixels
+            raise SystemExit(f"error: {e}") from None
     length = (
         {"minutes": args.minutes} if args.minutes else {"epochs": args.epochs or TrainConfig.epochs}
     )
