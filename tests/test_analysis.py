@@ -7,12 +7,13 @@ import pytest
 import torch
 
 from vitcourse.analysis import (
+    attention_rollout,
     mean_attention_distance,
     patch_embedding_filters,
     position_embedding_similarity,
 )
 from vitcourse.embedding import position_similarity
-from vitcourse.vit import VisionTransformer, ViTConfig
+from vitcourse.vit import PRESETS, VisionTransformer, ViTConfig
 
 
 def maps_from(patch_weights: torch.Tensor, layers=1, batch=1, heads=1) -> torch.Tensor:
@@ -27,7 +28,7 @@ def maps_from(patch_weights: torch.Tensor, layers=1, batch=1, heads=1) -> torch.
 
 def test_self_attention_is_distance_zero():
     maps = maps_from(torch.eye(9))
-    assert mean_attention_distance(maps, grid_size=3, patch_size=4).tolist() == [[0.0]]
+    assert mean_attention_distance(maps, grid_size=3, token_pixels=4).tolist() == [[0.0]]
 
 
 def test_attending_to_the_right_neighbour_is_one_patch_away():
@@ -37,7 +38,7 @@ def test_attending_to_the_right_neighbour_is_one_patch_away():
         for c in range(g):
             target = c + 1 if c + 1 < g else c - 1  # the right neighbour, or the left at the edge
             weights[r * g + c, r * g + target] = 1.0
-    distance = mean_attention_distance(maps_from(weights), grid_size=g, patch_size=P)
+    distance = mean_attention_distance(maps_from(weights), grid_size=g, token_pixels=P)
     assert distance.item() == pytest.approx(P)
 
 
@@ -55,15 +56,15 @@ def test_heads_are_kept_apart():
     near = torch.eye(4)
     far = torch.tensor([[0, 0, 0, 1], [0, 0, 1, 0], [0, 1, 0, 0], [1, 0, 0, 0]], dtype=torch.float)
     maps = torch.cat([maps_from(near), maps_from(far)], dim=2)  # head 0 local, head 1 diagonal
-    distance = mean_attention_distance(maps, grid_size=2, patch_size=10)
+    distance = mean_attention_distance(maps, grid_size=2, token_pixels=10)
     torch.testing.assert_close(distance, torch.tensor([[0.0, 10 * math.sqrt(2)]]))
 
 
 def test_mean_attention_distance_guards():
     with pytest.raises(ValueError, match="a 3x3 grid has 9 patches plus the cls token"):
-        mean_attention_distance(torch.rand(1, 1, 1, 5, 5), grid_size=3, patch_size=4)
+        mean_attention_distance(torch.rand(1, 1, 1, 5, 5), grid_size=3, token_pixels=4)
     with pytest.raises(ValueError, match=r"expected maps \(layers, B, heads, T, T\)"):
-        mean_attention_distance(torch.rand(5, 5), grid_size=2, patch_size=4)
+        mean_attention_distance(torch.rand(5, 5), grid_size=2, token_pixels=4)
 
 
 def test_position_embedding_similarity_reads_the_model():
@@ -114,3 +115,43 @@ def test_patch_embedding_filters_find_the_dominant_pattern():
     hybrid = VisionTransformer(dataclasses.replace(model.config, stem_channels=(8,)))
     with pytest.raises(ValueError, match="hybrid ViT: .* 8 feature maps, not pixels"):
         patch_embedding_filters(hybrid)
+
+
+def test_rollout_of_identity_attention_is_identity():
+    maps = torch.eye(5).expand(3, 2, 4, 5, 5)  # every token attends only to itself
+    torch.testing.assert_close(attention_rollout(maps), torch.eye(5).expand(2, 5, 5))
+
+
+def test_rollout_worked_by_hand():
+    # One layer, two heads: their mean is uniform over 2 tokens; with the residual,
+    # A = (U + I) / 2 = [[0.75, 0.25], [0.25, 0.75]].
+    heads = torch.tensor([[[1.0, 0.0], [0.0, 1.0]], [[0.0, 1.0], [1.0, 0.0]]])
+    one = attention_rollout(heads[None, None])
+    a = torch.tensor([[0.75, 0.25], [0.25, 0.75]])
+    torch.testing.assert_close(one[0], a)
+    two = attention_rollout(heads[None, None].expand(2, 1, 2, 2, 2))
+    torch.testing.assert_close(two[0], a @ a)  # layers multiply
+    torch.testing.assert_close(two.sum(-1), torch.ones(1, 2))
+
+
+def test_rollout_order_matters():
+    first = torch.tensor([[1.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])  # all read token 0
+    second = torch.tensor([[0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])  # token 0 reads 2
+    maps = torch.stack([first, second])[:, None, None]  # (L=2, B=1, h=1, 3, 3)
+    a1 = (first + torch.eye(3)) / (first + torch.eye(3)).sum(-1, keepdim=True)
+    a2 = (second + torch.eye(3)) / (second + torch.eye(3)).sum(-1, keepdim=True)
+    torch.testing.assert_close(attention_rollout(maps)[0], a2 @ a1)
+    with pytest.raises(ValueError, match=r"expected maps \(layers, B, heads, T, T\)"):
+        attention_rollout(torch.rand(2, 3, 3))
+
+
+def test_attention_distance_of_a_hybrid_counts_stem_cells_in_pixels():
+    """course-28/conv's 4 x 4 grid: neighbouring tokens are 8 pixels apart on the image, not 1."""
+    config = PRESETS["course-28/conv"]
+    g = config.grid_size
+    weights = torch.zeros(g * g, g * g)
+    for i in range(g * g):  # every patch attends to its right neighbour (or itself at the edge)
+        weights[i, i + 1 if (i + 1) % g else i] = 1.0
+    distance = mean_attention_distance(maps_from(weights), g, config.token_pixels)
+    share_moving = (g - 1) / g  # the last column has no right neighbour
+    assert distance.item() == pytest.approx(8 * share_moving)

@@ -1,9 +1,15 @@
-"""The benchmark scripts still run (their numbers are measured by running them, not here)."""
+"""The benchmark scripts still run and report what they claim (their numbers are measured by
+running them, not here)."""
 
 import importlib.util
+import json
+import statistics
 from pathlib import Path
 
+import pytest
 import torch
+
+from vitcourse.data import make_loaders
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
@@ -16,13 +22,15 @@ def load(name):
 
 
 def test_throughput_compares_same_sized_models():
+    """timm's twin has exactly the course model's parameters, and the figures are medians."""
     throughput = load("throughput")
     result = throughput.compare(
-        "course-28/4", rounds=1, steps=1, batch_size=4, device=torch.device("cpu")
+        "course-28/4", rounds=3, steps=1, batch_size=4, device=torch.device("cpu")
     )
     assert result["parameters"] == result["against_parameters"] == 805_130
-    assert result["vitcourse_img_s"] > 0 and result["against_img_s"] > 0
-    assert result["ratio"] == result["vitcourse_img_s"] / result["against_img_s"]
+    assert len(result["vitcourse_all"]) == len(result["against_all"]) == 3
+    assert result["vitcourse_img_s"] == statistics.median(result["vitcourse_all"])
+    assert result["against_img_s"] == statistics.median(result["against_all"])
 
 
 def test_throughput_times_one_preset_against_another():
@@ -40,6 +48,7 @@ def test_throughput_times_one_preset_against_another():
     assert len(result["vitcourse_all"]) == len(result["against_all"]) == 1
 
 
+@pytest.mark.slow  # starts a Jupyter kernel
 def test_notebook_times_executes_a_notebook(tmp_path, monkeypatch):
     import nbformat
 
@@ -68,10 +77,7 @@ def test_data_loading_compares_pil_with_in_memory_batches(tmp_path):
         ["--rounds", "2", "--batches", "2", "--batch-size", "16", "--json", str(out)]
     )
     assert set(result["seconds_per_epoch"]) == {"pil", "in_memory"}
-    assert all(s > 0 for s in result["seconds_per_epoch"].values())
     assert len(result["per_round_ratios"]) == 2
-    assert (
-        result["ratio"]
-        == result["seconds_per_epoch"]["pil"] / result["seconds_per_epoch"]["in_memory"]
-    )
-    assert out.exists()
+    # A pass is over the training split make_loaders gives (quick mode: its small subset).
+    assert result["images_per_epoch"] == len(make_loaders("fashion-mnist").train.dataset)
+    assert json.loads(out.read_text()) == result

@@ -14,7 +14,7 @@ from vitcourse.attention import MultiHeadSelfAttention, scaled_dot_product_atten
 from vitcourse.block import MLP, TransformerBlock
 from vitcourse.embedding import PatchEmbedding
 from vitcourse.patching import patchify, unpatchify
-from vitcourse.vit import PRESETS, VisionTransformer, ViTConfig
+from vitcourse.vit import VisionTransformer
 
 
 def open_exercise(*args, **kwargs):
@@ -368,30 +368,6 @@ def test_vision_transformer():
 def test_vision_transformer_mistakes(kwargs, hint):
     with pytest.raises(AssertionError, match=hint):
         checks.check_vision_transformer(_vit(lambda m, x: _good_forward(m, x, **kwargs)))
-
-
-@pytest.mark.parametrize(
-    "config",
-    [
-        *(config for config in PRESETS.values() if not config.stem_channels),
-        ViTConfig(
-            image_size=32,
-            patch_size=8,
-            qkv_bias=False,
-            pos_embed="sincos",
-            dim=64,
-            num_heads=4,
-            depth=2,
-        ),
-    ],
-)
-def test_count_parameters_reference_is_exact(config):
-    assert checks.count_parameters(config) == VisionTransformer(config).num_parameters()
-
-
-def test_count_parameters_refuses_a_hybrid():
-    with pytest.raises(ValueError, match="counts a pure ViT; this config has a convolutional"):
-        checks.count_parameters(PRESETS["course-28/conv"])
 
 
 def test_parameter_count_check():

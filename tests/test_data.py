@@ -379,3 +379,24 @@ def test_make_loaders_fraction_keeps_a_share_of_training_only():
     for bad in (0, -0.5, 1.5):
         with pytest.raises(ValueError, match=f"share of the training images in .0, 1., got {bad}"):
             make_loaders("fashion-mnist", fraction=bad)
+
+
+def test_cifar100_has_its_100_classes_in_torchvisions_order():
+    classes = dataset_info("cifar100").classes
+    # torchvision reads the names from the archive's meta file, in alphabetical order; a missing
+    # name would shift every label after it.
+    assert len(classes) == len(set(classes)) == 100 and list(classes) == sorted(classes)
+    assert classes[91] == "trout"  # its label in the official files
+
+
+@pytest.mark.parametrize("name", list(data.DATASETS))
+def test_every_dataset_entry_names_models_that_exist(name):
+    from vitcourse.cnn import CNN_PRESETS
+    from vitcourse.vit import PRESETS
+
+    info = dataset_info(name)
+    assert info.vit_preset in PRESETS and info.train_preset in PRESETS
+    assert info.cnn_preset in CNN_PRESETS
+    for config in (PRESETS[info.vit_preset], PRESETS[info.train_preset]):
+        assert config.image_size == info.image_size and config.in_channels == info.channels
+    assert len(info.mean) == len(info.std) == info.channels

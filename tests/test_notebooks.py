@@ -32,6 +32,7 @@ def test_committed_notebook_is_clean(path):
     assert nb["metadata"]["kernelspec"]["name"] == "python3"
 
 
+@pytest.mark.slow  # runs pytest in a subprocess
 def test_every_notebook_is_collected_by_nbmake():
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "notebooks"],

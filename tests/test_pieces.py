@@ -8,8 +8,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from vitcourse.attention import MultiHeadSelfAttention, scaled_dot_product_attention
-from vitcourse.block import MLP, DropPath, TransformerBlock
-from vitcourse.embedding import PatchEmbedding, resize_pos_embed, sincos_2d_position_embedding
+from vitcourse.block import MLP, DropPath, TransformerBlock, layer_norm
+from vitcourse.embedding import (
+    PatchEmbedding,
+    conv_bn_relu,
+    embed_tokens,
+    resize_pos_embed,
+    sincos_2d_position_embedding,
+)
 from vitcourse.patching import draw_patch_grid, patchify, unpatchify
 
 # --- patching ------------------------------------------------------------------------------
@@ -225,3 +231,26 @@ def test_drop_path_skips_whole_samples_and_keeps_the_mean():
     assert torch.equal(drop(x), x)
     with pytest.raises(ValueError, match=r"drop-path rate must be in \[0, 1\), got 1.0"):
         DropPath(1.0)
+
+
+def test_embed_tokens_puts_cls_first_and_adds_positions():
+    tokens, cls, pos = torch.randn(3, 4, 6), torch.randn(1, 1, 6), torch.randn(1, 5, 6)
+    out = embed_tokens(tokens, cls, pos)
+    assert out.shape == (3, 5, 6)
+    torch.testing.assert_close(out[:, 0], (cls + pos[:, :1]).expand(3, 1, 6)[:, 0])
+    torch.testing.assert_close(out[:, 1:], tokens + pos[:, 1:])
+
+
+def test_layer_norm_written_out_equals_pytorchs():
+    x, weight, bias = torch.randn(2, 5, 8) * 3 + 1, torch.randn(8), torch.randn(8)
+    torch.testing.assert_close(
+        layer_norm(x, weight, bias, 1e-6), F.layer_norm(x, (8,), weight, bias, 1e-6)
+    )
+
+
+@pytest.mark.parametrize("stride, size, out", [(1, 5, 5), (2, 28, 14), (2, 7, 4)])
+def test_conv_bn_relu_keeps_or_halves_the_size(stride, size, out):
+    step = conv_bn_relu(3, 4, stride=stride)
+    y = step(torch.randn(2, 3, size, size))
+    assert y.shape == (2, 4, out, out) and (y >= 0).all()  # ReLU last
+    assert step[0].bias is None  # the batch norm adds the bias

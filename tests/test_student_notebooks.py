@@ -21,6 +21,7 @@ def student_dir(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("teacher", TEACHER, ids=lambda p: p.name)
 def test_student_copy_runs_with_every_exercise_open(teacher, student_dir):
     path = student_dir / teacher.name

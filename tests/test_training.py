@@ -1,66 +1,36 @@
-"""vitcourse.training, vitcourse.analysis.attention_rollout, vitcourse.live and the CLI."""
+"""vitcourse.training: the loop, its schedule, time budgets, resuming, and the callbacks."""
 
-import dataclasses
-import json
+import io
 import math
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-from vitcourse.analysis import attention_rollout
-from vitcourse.data import load_dataset
+from tests.conftest import TINY_VIT, make_toy_loaders
+from vitcourse.cnn import SmallCNN
 from vitcourse.training import (
-    TRAINED_MODEL,
     Callback,
     CheckpointCallback,
-    CheckpointError,
+    ProgressCallback,
+    Timeline,
     TrainConfig,
     Trainer,
     evaluate,
     learning_rate,
     load_checkpoint,
-    load_model,
     make_optimizer,
 )
-from vitcourse.vit import VisionTransformer, ViTConfig, preset
-
-TINY = ViTConfig(
-    image_size=8,
-    patch_size=4,
-    in_channels=1,
-    num_classes=3,
-    dim=16,
-    depth=2,
-    num_heads=2,
-    mlp_dim=32,
-)
-
-
-def toy_loaders(n=160, seed=0, batch_size=16):
-    """A learnable toy task: the class is which third of the image is bright."""
-    gen = torch.Generator().manual_seed(seed)
-    labels = torch.randint(0, 3, (n,), generator=gen)
-    images = torch.randn(n, 1, 8, 8, generator=gen) * 0.3
-    for i, y in enumerate(labels.tolist()):
-        images[i, 0, :, 3 * y : 3 * y + 2] += 2.0
-    data = TensorDataset(images, labels)
-    train = DataLoader(
-        data, batch_size=batch_size, shuffle=True, generator=torch.Generator().manual_seed(seed)
-    )
-    val = DataLoader(TensorDataset(images[:32], labels[:32]), batch_size=32)
-    return SimpleNamespace(train=train, val=val, test=val)
-
+from vitcourse.vit import VisionTransformer
 
 RECIPE = TrainConfig(epochs=4, lr=3e-3, warmup=0.1)
 
 
 def new_trainer(config=RECIPE, callbacks=(), seed=0):
     torch.manual_seed(seed)
-    model = VisionTransformer(TINY)  # the seed only changes the initial weights, not the data
-    return Trainer(model, toy_loaders(), config, list(callbacks), "cpu")
+    model = VisionTransformer(TINY_VIT)  # the seed only changes the initial weights, not the data
+    return Trainer(model, make_toy_loaders(), config, list(callbacks), "cpu")
 
 
 def test_learning_rate_warms_up_then_decays():
@@ -74,8 +44,8 @@ def test_learning_rate_warms_up_then_decays():
     assert all(a >= b for a, b in zip(values, values[1:], strict=False))
 
 
-def test_weight_decay_only_on_weight_matrices():
-    model = VisionTransformer(TINY)
+def test_weight_decay_only_on_weight_matrices(tiny_vit):
+    model = VisionTransformer(tiny_vit)
     decay, no_decay = make_optimizer(model, TrainConfig()).param_groups
     names = {id(p): n for n, p in model.named_parameters()}
     decayed = {names[id(p)] for p in decay["params"]}
@@ -140,12 +110,11 @@ def test_evaluate_metrics_on_a_known_case():
 
 
 def test_time_budget_drives_the_schedule_and_stops(monkeypatch):
-    """With a stand-in clock that moves 10 ms at every reading, the run is the same on any
+    """With a stand-in clock on which every step takes 10 ms, the run is the same on any
     machine, busy or not: the budget, not the speed of the computer, decides."""
     from vitcourse import training
 
-    ticks = iter(range(10**6))
-    monkeypatch.setattr(training, "_now", lambda: next(ticks) * 0.01)
+    monkeypatch.setattr(training, "_now", lambda: trainer.step * 0.01)
     config = TrainConfig(minutes=0.5 / 60, lr=1e-3, warmup=0.2)  # half a (stand-in) second
     trainer = new_trainer(config)
     seen = []
@@ -159,15 +128,17 @@ def test_time_budget_drives_the_schedule_and_stops(monkeypatch):
     assert trainer.progress() == 1.0 and 0.5 <= trainer.elapsed < 0.6
     assert len(seen) > 20 and trainer.epoch >= 2  # several epochs fit in the budget
     progress = [p for p, _ in seen]
-    assert progress == sorted(progress) and progress[-1] > 0.9
+    # Callbacks see the time up to date, this step included: 10 ms of the budget per step.
+    assert progress == [min(0.02 * (i + 1), 1.0) for i in range(len(seen))]
     rates = [lr for _, lr in seen]  # warm-up, then decay, over the budget
     peak = rates.index(max(rates))
     assert 0 < peak < len(rates) - 1 and max(rates) <= config.lr
     assert rates[:peak] == sorted(rates[:peak]) and rates[peak:] == sorted(
         rates[peak:], reverse=True
     )
-    for p, lr in seen:
-        assert lr == pytest.approx(learning_rate(p, config), abs=config.lr * 0.05)
+    # Each step's learning rate is the schedule's at the progress made before that step.
+    for before, (_, lr) in zip([0.0, *progress], seen, strict=False):
+        assert lr == pytest.approx(learning_rate(before, config))
 
 
 class StopAt(Callback):
@@ -181,7 +152,7 @@ class StopAt(Callback):
             raise KeyboardInterrupt
 
 
-def test_interrupt_keeps_the_model_and_resume_continues(tmp_path):
+def test_interrupt_keeps_the_model_and_resume_continues(tmp_path, toy_loaders):
     path = tmp_path / "run" / "checkpoint.pt"
     steps_per_epoch = len(toy_loaders().train)
     full = new_trainer()
@@ -226,83 +197,7 @@ def test_resume_from_an_epoch_boundary_matches_an_uninterrupted_run(tmp_path):
         torch.testing.assert_close(a, b)
 
 
-def test_corrupt_and_mismatched_checkpoints_name_the_file(tmp_path):
-    broken = tmp_path / "broken.pt"
-    broken.write_bytes(b"\x80\x02 definitely not a checkpoint")
-    with pytest.raises(CheckpointError, match=r"broken.pt is not a readable checkpoint"):
-        load_checkpoint(broken)
-    with pytest.raises(CheckpointError, match="no checkpoint at"):
-        load_checkpoint(tmp_path / "missing.pt")
-    other = tmp_path / "other.pt"
-    trainer = Trainer(
-        VisionTransformer(dataclasses.replace(TINY, dim=24, num_heads=2)),
-        toy_loaders(),
-        TrainConfig(epochs=1),
-        device="cpu",
-    )
-    trainer.save(other)
-    with pytest.raises(CheckpointError, match=r"other.pt does not fit this model.*another shape"):
-        new_trainer().resume(other)
-    truncated = tmp_path / "truncated.pt"
-    truncated.write_bytes(other.read_bytes()[:1000])
-    with pytest.raises(CheckpointError, match="truncated.pt is not a readable checkpoint"):
-        load_checkpoint(truncated)
-
-
-def test_load_model_rebuilds_the_trained_model(tmp_path):
-    trainer = new_trainer(TrainConfig(epochs=1))
-    trainer.fit()
-    path = trainer.save(tmp_path / "checkpoint.pt")
-    model = load_model(path)
-    images = torch.randn(2, 1, 8, 8)
-    trainer.model.eval()
-    torch.testing.assert_close(model(images), trainer.model(images))
-
-
-def test_the_shipped_model_is_the_course_vit_and_trained():
-    """data/trained/: loads safely, is the pure ViT notebook 07 looks inside, classifies well."""
-    info = load_checkpoint(TRAINED_MODEL)
-    model = load_model(TRAINED_MODEL).eval()
-    assert model.config == preset("course-28/7"), "the README and notebook 07 describe this model"
-    test = load_dataset("fashion-mnist", train=False)
-    images = torch.stack([test[i][0] for i in range(1000)])
-    labels = torch.tensor([test[i][1] for i in range(1000)])
-    with torch.no_grad():
-        accuracy = (model(images).argmax(-1) == labels).float().mean().item()
-    # The README quotes its accuracy on all 10,000 test images; 1,000 of them land within a point
-    # or two of it (a wrong or untrained file would score near 10%).
-    assert abs(accuracy - info["test_acc"]) < 0.03 and accuracy > 0.85
-
-
 # --- attention rollout ------------------------------------------------------------------------
-
-
-def test_rollout_of_identity_attention_is_identity():
-    maps = torch.eye(5).expand(3, 2, 4, 5, 5)  # every token attends only to itself
-    torch.testing.assert_close(attention_rollout(maps), torch.eye(5).expand(2, 5, 5))
-
-
-def test_rollout_worked_by_hand():
-    # One layer, two heads: their mean is uniform over 2 tokens; with the residual,
-    # A = (U + I) / 2 = [[0.75, 0.25], [0.25, 0.75]].
-    heads = torch.tensor([[[1.0, 0.0], [0.0, 1.0]], [[0.0, 1.0], [1.0, 0.0]]])
-    one = attention_rollout(heads[None, None])
-    a = torch.tensor([[0.75, 0.25], [0.25, 0.75]])
-    torch.testing.assert_close(one[0], a)
-    two = attention_rollout(heads[None, None].expand(2, 1, 2, 2, 2))
-    torch.testing.assert_close(two[0], a @ a)  # layers multiply
-    torch.testing.assert_close(two.sum(-1), torch.ones(1, 2))
-
-
-def test_rollout_order_matters():
-    first = torch.tensor([[1.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])  # all read token 0
-    second = torch.tensor([[0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])  # token 0 reads 2
-    maps = torch.stack([first, second])[:, None, None]  # (L=2, B=1, h=1, 3, 3)
-    a1 = (first + torch.eye(3)) / (first + torch.eye(3)).sum(-1, keepdim=True)
-    a2 = (second + torch.eye(3)) / (second + torch.eye(3)).sum(-1, keepdim=True)
-    torch.testing.assert_close(attention_rollout(maps)[0], a2 @ a1)
-    with pytest.raises(ValueError, match=r"expected maps \(layers, B, heads, T, T\)"):
-        attention_rollout(torch.rand(2, 3, 3))
 
 
 def test_learning_rate_is_finite_everywhere():
@@ -313,113 +208,61 @@ def test_learning_rate_is_finite_everywhere():
 # --- the live plot --------------------------------------------------------------------------
 
 
-LIVE_NOTEBOOK = """
-import torch
-from tests.test_training import TINY, toy_loaders
-from vitcourse.live import LivePlot
-from vitcourse.training import TrainConfig, Trainer
-from vitcourse.vit import VisionTransformer
-
-torch.manual_seed(0)
-loaders = toy_loaders()
-live = LivePlot(next(iter(loaders.val))[0][:3], every_steps=1, every_seconds=1e9)
-trainer = Trainer(VisionTransformer(TINY), loaders, TrainConfig(epochs=3), [live], device="cpu")
-trainer.fit()
-print("updates", live.updates)
-"""
-
-
-def test_live_plot_updates_one_display_when_executed_headless(tmp_path):
-    """Executed as a notebook (nbclient, as nbmake does): one image output however many updates."""
-    import nbformat
-    from nbclient import NotebookClient
-
-    root = Path(__file__).resolve().parent.parent
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [
-        nbformat.v4.new_code_cell(f"import sys; sys.path.insert(0, {str(root)!r})"),
-        nbformat.v4.new_code_cell(LIVE_NOTEBOOK),
-    ]
-    NotebookClient(
-        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
-    ).execute()
-    outputs = nb.cells[1].outputs
-    images = [o for o in outputs if "image/png" in o.get("data", {})]
-    printed = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
-    updates = int(printed.split("updates")[1])
-    assert updates >= 3 * len(toy_loaders().train)  # refreshed after every step...
-    assert len(images) == 1  # ...into one display, not one image per update
-    assert images[0].get("transient", {}).get("display_id") or images[0].metadata is not None
-
-
-def test_live_plot_draws_attention_and_saves_png(tmp_path):
-    from vitcourse.live import LivePlot, cls_attention
-
-    torch.manual_seed(0)
-    loaders = toy_loaders()
-    images = next(iter(loaders.val))[0][:2]
-    model = VisionTransformer(TINY)
-    panels = cls_attention(model, images)
-    assert panels["heads"].shape == (2, 2, 2, 2)  # (B, h, g, g) for a 2x2 patch grid
-    assert panels["layers"].shape == (2, 2, 2, 2)  # (B, L, g, g)
-    maps = model.eval().attention_maps(images)
-    torch.testing.assert_close(panels["heads"][:, 1], maps[-1, :, 1, 0, 1:].reshape(2, 2, 2))
-    torch.testing.assert_close(
-        panels["rollout"], attention_rollout(maps)[:, 0, 1:].reshape(2, 2, 2)
-    )
-    live = LivePlot(images, png=tmp_path / "attention.png", show=False)
-    trainer = Trainer(model, loaders, TrainConfig(epochs=1), [live], device="cpu")
-    trainer.fit()
-    assert (tmp_path / "attention.png").stat().st_size > 10_000
-    assert live.val_acc_line.get_ydata()[-1] == trainer.history.epochs[-1]["val_acc"]
-
-
 # --- the command line ------------------------------------------------------------------------
 
 
-def test_cli_writes_checkpoint_metrics_and_figure_and_resumes(tmp_path, capsys):
-    from vitcourse import train
+def test_timeline_measures_accuracy_over_training_time(monkeypatch, tiny_cnn, toy_loaders):
+    """A stand-in clock moves 10 ms per reading; evaluations are paused time."""
+    from vitcourse import training
 
-    out = tmp_path / "run"
-    metrics = train.main(["--dataset", "fashion-mnist", "--out", str(out), "--device", "cpu"])
-    assert {p.name for p in out.iterdir()} == {
-        "run.json",
-        "checkpoint.pt",
-        "metrics.json",
-        "attention.png",
-        "model.pt",
-    }
-    saved = json.loads((out / "metrics.json").read_text())
-    assert saved["test_acc"] == metrics["test_acc"] and 0.0 <= saved["test_acc"] <= 1.0
-    record = saved["epochs"][0]
-    assert {"epoch", "train_loss", "val_loss", "val_acc", "seconds"} <= record.keys()
-    assert set(saved["per_class"]) == {
-        "T-shirt/top",
-        "Trouser",
-        "Pullover",
-        "Dress",
-        "Coat",
-        "Sandal",
-        "Shirt",
-        "Sneaker",
-        "Bag",
-        "Ankle boot",
-    }
-    assert sum(map(sum, saved["confusion"])) == saved["test_images"]
-    assert load_model(out / "checkpoint.pt").config.num_classes == 10
-    with pytest.raises(CheckpointError, match="model.pt holds a model but not a training run"):
-        Trainer(
-            VisionTransformer(load_model(out / "model.pt").config), toy_loaders(), device="cpu"
-        ).resume(out / "model.pt")
-    slim = load_model(out / "model.pt")
-    torch.testing.assert_close(slim.head.weight, load_model(out / "checkpoint.pt").head.weight)
-    assert (out / "model.pt").stat().st_size < (out / "checkpoint.pt").stat().st_size / 2
-    train.main(["--out", str(out), "--resume", "--epochs", "2", "--device", "cpu"])
-    assert "resuming" in capsys.readouterr().out
+    ticks = iter(range(10**6))
+    monkeypatch.setattr(training, "_now", lambda: next(ticks) * 0.01)
+    torch.manual_seed(0)
+    loaders = toy_loaders()
+    timeline = Timeline(loaders.val, every_seconds=0.2)
+    trainer = Trainer(
+        SmallCNN(tiny_cnn), loaders, TrainConfig(minutes=1 / 60, lr=3e-3), [timeline], "cpu"
+    )
+    trainer.fit()
+    seconds = [s for s, _ in timeline.points]
+    assert seconds[0] == 0 and seconds == sorted(seconds) and len(seconds) >= 5
+    gaps = [b - a for a, b in zip(seconds[:-2], seconds[1:-1], strict=True)][1:]
+    assert all(0.2 <= g < 0.3 for g in gaps)  # one evaluation every 0.2 s of training
+    # Evaluating reads the clock too; paused, it takes nothing from the one-second budget.
+    assert 1.0 <= trainer.elapsed < 1.1 and seconds[-1] == trainer.elapsed
+    first, last = timeline.points[0][1], timeline.points[-1][1]
+    assert last > first and last == evaluate(trainer.model, loaders.val)["acc"]
 
 
-def test_cli_resume_without_a_checkpoint_is_a_clear_error(tmp_path):
-    from vitcourse import train
+def test_progress_prints_a_line_every_few_epochs(capsys):
+    """Under pytest the output is not a terminal: tqdm's bar stays silent, the epoch lines come."""
+    trainer = new_trainer(TrainConfig(epochs=5, lr=3e-3), [ProgressCallback(every_epochs=2)])
+    trainer.fit()
+    captured = capsys.readouterr()
+    lines = [line for line in captured.out.splitlines() if line.startswith("epoch")]
+    # Epochs 2 and 4, and the last one, 5, whatever the interval.
+    assert [int(line.split()[1]) for line in lines] == [2, 4, 5]
+    assert "val acc" in lines[-1] and "%|" not in captured.err  # no bar drawn in a log
+    with pytest.raises(ValueError, match="every_epochs and every_steps must be at least 1"):
+        ProgressCallback(every_epochs=0)
 
-    with pytest.raises(SystemExit, match="cannot resume: no checkpoint at"):
-        train.main(["--out", str(tmp_path / "nothing"), "--resume"])
+
+def test_progress_bar_counts_steps_or_budget_seconds(monkeypatch):
+    from vitcourse import training
+
+    # Draw the bar into a string even though pytest's output is not a terminal.
+    class Drawn(training.tqdm):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **{**kwargs, "disable": False, "file": io.StringIO()})
+
+    monkeypatch.setattr(training, "tqdm", Drawn)
+    bar = ProgressCallback()
+    trainer = new_trainer(TrainConfig(epochs=2), [bar])
+    trainer.fit()
+    assert bar.bar.total == bar.bar.n == trainer.step == 2 * trainer.steps_per_epoch
+    # A budget: the bar counts its seconds (a stand-in clock: every step takes 0.1 s).
+    monkeypatch.setattr(training, "_now", lambda: trainer.step * 0.1)
+    bar = ProgressCallback()
+    trainer = new_trainer(TrainConfig(minutes=3 / 60), [bar])
+    trainer.fit()
+    assert bar.bar.total == bar.bar.n == 3 and trainer.step == 30

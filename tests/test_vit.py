@@ -8,18 +8,17 @@ import torch
 import torchvision
 
 import vitcourse
+from tests.conftest import TINY_RGB_VIT
 from vitcourse.embedding import sincos_2d_position_embedding
-from vitcourse.vit import PRESETS, VisionTransformer, ViTConfig, from_timm, from_torchvision, preset
-
-TINY = ViTConfig(
-    image_size=16,
-    patch_size=4,
-    in_channels=3,
-    num_classes=5,
-    dim=32,
-    depth=2,
-    num_heads=4,
-    mlp_dim=64,
+from vitcourse.vit import (
+    PRESETS,
+    VisionTransformer,
+    ViTConfig,
+    count_parameters,
+    from_timm,
+    from_torchvision,
+    preset,
+    preset_for,
 )
 
 
@@ -53,8 +52,8 @@ def test_defaults_are_the_papers_vit_base():
 
 @pytest.mark.parametrize("pool", ["cls", "mean"])
 @pytest.mark.parametrize("pos_embed", ["learned", "sincos"])
-def test_shapes_through_every_stage(pool, pos_embed):
-    model = VisionTransformer(dataclasses.replace(TINY, pool=pool, pos_embed=pos_embed))
+def test_shapes_through_every_stage(pool, pos_embed, tiny_rgb_vit):
+    model = VisionTransformer(dataclasses.replace(tiny_rgb_vit, pool=pool, pos_embed=pos_embed))
     images = torch.randn(3, 3, 16, 16)
     tokens = model.embed(images)
     assert tokens.shape == (3, 17, 32)
@@ -65,18 +64,21 @@ def test_shapes_through_every_stage(pool, pos_embed):
     torch.testing.assert_close(model(images), logits)
 
 
-def test_submodule_names_follow_the_paper_and_timm():
-    model = VisionTransformer(TINY)
+def test_submodule_names_follow_the_paper_and_timm(tiny_rgb_vit):
+    model = VisionTransformer(tiny_rgb_vit)
     names = [n for n, _ in model.named_children()]
     assert names == ["stem", "patch_embed", "pos_drop", "blocks", "norm", "head"]
     assert len(model.stem) == 0  # a pure ViT's stem is empty: no layers, no parameters
-    params = dict(VisionTransformer(TINY).named_parameters())
+    params = dict(VisionTransformer(tiny_rgb_vit).named_parameters())
     assert {"cls_token", "pos_embed", "blocks.1.attn.qkv.weight", "head.bias"} <= params.keys()
 
 
 @pytest.mark.parametrize(
     "config",
-    [TINY, dataclasses.replace(TINY, pool="mean", drop_path=0.1, dropout=0.1, qkv_bias=False)],
+    [
+        TINY_RGB_VIT,
+        dataclasses.replace(TINY_RGB_VIT, pool="mean", drop_path=0.1, dropout=0.1, qkv_bias=False),
+    ],
 )
 def test_gradients_reach_every_parameter(config):
     model = VisionTransformer(config).train()
@@ -89,15 +91,15 @@ def test_gradients_reach_every_parameter(config):
         assert p.grad is not None and p.grad.abs().sum() > 0, f"no gradient reaches {name}"
 
 
-def test_sincos_position_embeddings_are_fixed():
-    model = VisionTransformer(dataclasses.replace(TINY, pos_embed="sincos"))
+def test_sincos_position_embeddings_are_fixed(tiny_rgb_vit):
+    model = VisionTransformer(dataclasses.replace(tiny_rgb_vit, pos_embed="sincos"))
     assert not model.pos_embed.requires_grad
-    learned = VisionTransformer(TINY)
+    learned = VisionTransformer(tiny_rgb_vit)
     assert model.num_parameters() == learned.num_parameters() - learned.pos_embed.numel()
 
 
-def test_attention_maps_are_the_weights_forward_uses():
-    model = randomize(VisionTransformer(TINY))
+def test_attention_maps_are_the_weights_forward_uses(tiny_rgb_vit):
+    model = randomize(VisionTransformer(tiny_rgb_vit))
     images = torch.randn(2, 3, 16, 16)
     maps = model.attention_maps(images)
     assert maps.shape == (2, 2, 4, 17, 17)  # (layers, B, h, T, T)
@@ -108,13 +110,13 @@ def test_attention_maps_are_the_weights_forward_uses():
     torch.testing.assert_close(maps[0], (q @ k.transpose(-2, -1) / 8**0.5).softmax(-1))
 
 
-def test_seeded_construction_is_deterministic():
+def test_seeded_construction_is_deterministic(tiny_rgb_vit):
     torch.manual_seed(7)
-    a = VisionTransformer(TINY)
+    a = VisionTransformer(tiny_rgb_vit)
     torch.manual_seed(7)
-    b = VisionTransformer(TINY)
+    b = VisionTransformer(tiny_rgb_vit)
     torch.manual_seed(8)
-    c = VisionTransformer(TINY)
+    c = VisionTransformer(tiny_rgb_vit)
     for (name, pa), pb in zip(a.state_dict().items(), b.state_dict().values(), strict=True):
         assert torch.equal(pa, pb), name
     assert not torch.equal(a.head.weight, c.head.weight)
@@ -128,7 +130,7 @@ def test_seeded_construction_is_deterministic():
     [
         ("vit-tiny/16", "vit_tiny_patch16_224"),
         ("vit-small/16", "vit_small_patch16_224"),
-        ("vit-base/16", "vit_base_patch16_224"),
+        pytest.param("vit-base/16", "vit_base_patch16_224", marks=pytest.mark.slow),
     ],
 )
 def test_preset_parameter_counts_equal_timm(name, timm_name):
@@ -170,16 +172,16 @@ def test_preset_changes_and_unknown_names():
         ),
     ],
 )
-def test_bad_configs_are_refused(changes, message):
+def test_bad_configs_are_refused(changes, message, tiny_rgb_vit):
     with pytest.raises(ValueError, match=message):
-        dataclasses.replace(TINY, **changes)
+        dataclasses.replace(tiny_rgb_vit, **changes)
 
 
 # --- guards ------------------------------------------------------------------------------------
 
 
-def test_bad_inputs_get_clear_errors():
-    model = VisionTransformer(TINY)
+def test_bad_inputs_get_clear_errors(tiny_rgb_vit):
+    model = VisionTransformer(tiny_rgb_vit)
     with pytest.raises(ValueError, match="expected 3 image channels, got 1"):
         model(torch.zeros(1, 1, 16, 16))
     with pytest.raises(ValueError, match="expected 16x16 images, got 32x32.*set_image_size"):
@@ -190,9 +192,9 @@ def test_bad_inputs_get_clear_errors():
         model(torch.zeros(3, 16, 16))
 
 
-def test_state_dict_of_another_shape_is_a_clear_error():
-    small = VisionTransformer(TINY)
-    other = VisionTransformer(dataclasses.replace(TINY, image_size=32))
+def test_state_dict_of_another_shape_is_a_clear_error(tiny_rgb_vit):
+    small = VisionTransformer(tiny_rgb_vit)
+    other = VisionTransformer(dataclasses.replace(tiny_rgb_vit, image_size=32))
     with pytest.raises(
         ValueError,
         match=r"another shape[\s\S]*pos_embed: checkpoint \(1, 65, 32\), "
@@ -204,8 +206,8 @@ def test_state_dict_of_another_shape_is_a_clear_error():
 
 
 @pytest.mark.parametrize("pos_embed", ["learned", "sincos"])
-def test_set_image_size_runs_at_another_resolution(pos_embed):
-    model = randomize(VisionTransformer(dataclasses.replace(TINY, pos_embed=pos_embed)))
+def test_set_image_size_runs_at_another_resolution(pos_embed, tiny_rgb_vit):
+    model = randomize(VisionTransformer(dataclasses.replace(tiny_rgb_vit, pos_embed=pos_embed)))
     before = model.pos_embed.detach().clone()
     model.set_image_size(32)
     assert model.config.image_size == 32 and model.pos_embed.shape == (1, 65, 32)
@@ -306,6 +308,7 @@ def test_from_torchvision_gives_identical_outputs():
     assert expected.std() > 0.1
 
 
+@pytest.mark.slow  # an 86M-parameter model
 def test_from_torchvision_vit_b_16_shapes():
     ours = from_torchvision(torchvision.models.vit_b_16())
     assert ours.config == PRESETS["vit-base/16"]
@@ -314,8 +317,10 @@ def test_from_torchvision_vit_b_16_shapes():
 # --- the hybrid: convolutions before the patches ------------------------------------------------
 
 
-def test_hybrid_stem_feeds_the_patch_embedding():
-    hybrid = VisionTransformer(dataclasses.replace(TINY, stem_channels=[8, 12]))  # a list: JSON
+def test_hybrid_stem_feeds_the_patch_embedding(tiny_rgb_vit):
+    hybrid = VisionTransformer(
+        dataclasses.replace(tiny_rgb_vit, stem_channels=[8, 12])
+    )  # a list: JSON
     assert hybrid.config.stem_channels == (8, 12)
     convs = [m for m in hybrid.stem.modules() if isinstance(m, torch.nn.Conv2d)]
     assert [(c.in_channels, c.out_channels, c.stride) for c in convs] == [
@@ -324,12 +329,12 @@ def test_hybrid_stem_feeds_the_patch_embedding():
     ]
     assert hybrid.patch_embed.proj.in_channels == 12
     images = torch.randn(2, 3, 16, 16)
-    assert hybrid.embed(images).shape == (2, TINY.num_tokens, TINY.dim)
+    assert hybrid.embed(images).shape == (2, tiny_rgb_vit.num_tokens, tiny_rgb_vit.dim)
     assert hybrid(images).shape == (2, 5)
-    pure = VisionTransformer(TINY)
+    pure = VisionTransformer(tiny_rgb_vit)
     # A pure ViT has no stem parameters: its state dict (and the shipped checkpoint) is unchanged.
     assert not [k for k in pure.state_dict() if k.startswith("stem")]
-    extra = 3 * 8 * 9 + 2 * 8 + 8 * 12 * 9 + 2 * 12 + (12 - 3) * 4 * 4 * TINY.dim
+    extra = 3 * 8 * 9 + 2 * 8 + 8 * 12 * 9 + 2 * 12 + (12 - 3) * 4 * 4 * tiny_rgb_vit.dim
     assert (
         sum(p.numel() for p in hybrid.parameters()) - sum(p.numel() for p in pure.parameters())
         == extra
@@ -366,3 +371,65 @@ def test_a_stride_2_stem_makes_the_token_grid():
     model.set_image_size(56)  # 56 -> 28 -> 14 -> 7: a 7 x 7 grid, position embeddings resized
     assert model.pos_embed.shape == (1, 50, 128)
     assert model(torch.randn(1, 1, 56, 56)).shape == (1, 10)
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        *(
+            pytest.param(c, marks=pytest.mark.slow) if c.dim >= 384 else c  # ViT-S and ViT-B
+            for c in PRESETS.values()
+            if not c.stem_channels
+        ),
+        ViTConfig(
+            image_size=32,
+            patch_size=8,
+            qkv_bias=False,
+            pos_embed="sincos",
+            dim=64,
+            num_heads=4,
+            depth=2,
+        ),
+    ],
+)
+def test_count_parameters_reference_is_exact(config):
+    assert count_parameters(config) == VisionTransformer(config).num_parameters()
+
+
+def test_count_parameters_refuses_a_hybrid():
+    with pytest.raises(ValueError, match="counts a pure ViT; this config has a convolutional"):
+        count_parameters(PRESETS["course-28/conv"])
+
+
+def test_embed_uses_embed_tokens(tiny_rgb_vit):
+    from vitcourse.embedding import embed_tokens
+
+    model = randomize(VisionTransformer(tiny_rgb_vit))
+    images = torch.randn(2, 3, 16, 16)
+    expected = embed_tokens(model.patch_embed(images), model.cls_token, model.pos_embed)
+    torch.testing.assert_close(model.embed(images), expected)
+
+
+@pytest.mark.parametrize("name", ["fashion-mnist", "mnist", "cifar10", "cifar100"])
+def test_preset_for_fits_each_dataset(name):
+    from vitcourse.data import dataset_info
+
+    info = dataset_info(name)
+    config = preset_for(name)
+    assert config == preset(info.vit_preset, num_classes=len(info.classes))
+    assert (config.image_size, config.in_channels) == (info.image_size, info.channels)
+    assert not config.stem_channels  # the notebooks' ViT is a pure one
+    images = torch.zeros(2, info.channels, info.image_size, info.image_size)
+    assert VisionTransformer(config).eval()(images).shape == (2, len(info.classes))
+    trainer_default = preset_for(name, info.train_preset, depth=1)
+    assert trainer_default.depth == 1 and trainer_default.num_classes == len(info.classes)
+    with pytest.raises(ValueError, match="unknown preset 'course-99'"):
+        preset_for(name, "course-99")
+
+
+def test_token_pixels_is_the_spacing_of_tokens_on_the_image():
+    assert PRESETS["course-28/4"].token_pixels == 4
+    assert PRESETS["course-28/7"].token_pixels == 7
+    # Three stride-2 convolutions: 28 -> 14 -> 7 -> 4, each cell 8 pixels from the next.
+    assert PRESETS["course-28/conv"].token_pixels == 8
+    assert preset("course-28/7", stem_channels=(8,)).token_pixels == 7  # stride 1 keeps the size

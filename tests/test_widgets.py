@@ -93,6 +93,7 @@ def test_explorers_offer_the_right_controls():
     ]
 
 
+@pytest.mark.slow  # runs jupyter in a subprocess
 def test_jupyterlab_renders_widgets():
     """The widget manager extension that ipywidgets 8 needs is installed and enabled."""
     result = subprocess.run(

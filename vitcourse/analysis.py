@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import torch
 
+from vitcourse.embedding import position_similarity
+
 
 def attention_rollout(maps: torch.Tensor) -> torch.Tensor:
     """(layers, B, heads, T, T) attention weights -> (B, T, T) rolled-out attention.
@@ -33,13 +35,15 @@ def attention_rollout(maps: torch.Tensor) -> torch.Tensor:
     return rollout
 
 
-def mean_attention_distance(maps: torch.Tensor, grid_size: int, patch_size: int) -> torch.Tensor:
+def mean_attention_distance(maps: torch.Tensor, grid_size: int, token_pixels: int) -> torch.Tensor:
     """How far each head looks, in pixels: (layers, B, heads, T, T) -> (layers, heads).
 
     For every query patch, the distance from its centre to each key patch's centre, weighted by
     the attention between them, summed; then averaged over query patches and images (the ViT
     paper's Figure 7, right). Only patch tokens count: the cls token has no place on the grid, so
-    each query's weights over the patches are renormalised to sum to 1.
+    each query's weights over the patches are renormalised to sum to 1. `token_pixels` is the
+    distance in pixels between neighbouring tokens: pass `model.config.token_pixels` (the patch
+    size for a pure ViT; 8 for `course-28/conv`, whose stem halves the image three times).
     """
     if maps.ndim != 5:
         raise ValueError(f"expected maps (layers, B, heads, T, T), got shape {tuple(maps.shape)}")
@@ -50,7 +54,7 @@ def mean_attention_distance(maps: torch.Tensor, grid_size: int, patch_size: int)
             "patches plus the cls token"
         )
     rows, cols = torch.meshgrid(torch.arange(grid_size), torch.arange(grid_size), indexing="ij")
-    centres = torch.stack([rows.flatten(), cols.flatten()], dim=1).float() * patch_size  # (N, 2)
+    centres = torch.stack([rows.flatten(), cols.flatten()], dim=1).float() * token_pixels  # (N, 2)
     distance = torch.cdist(centres, centres).to(maps)  # (N, N) pixels between patch centres
     weights = maps[..., 1:, 1:]  # patch queries attending to patch keys: (L, B, h, N, N)
     weights = weights / weights.sum(dim=-1, keepdim=True).clamp(min=1e-12)
@@ -63,8 +67,6 @@ def position_embedding_similarity(model) -> torch.Tensor:
 
     Entry [r, c] is a g x g map for the patch at row r, column c (the ViT paper's Figure 7, centre).
     """
-    from vitcourse.embedding import position_similarity
-
     return position_similarity(model.pos_embed)
 
 

@@ -14,6 +14,16 @@ from torch import nn
 from vitcourse.attention import MultiHeadSelfAttention
 
 
+def layer_norm(
+    x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float = 1e-6
+) -> torch.Tensor:
+    """LayerNorm written out (notebook 04's exercise): each token normalised over its D features,
+    then scaled by `weight` and shifted by `bias`. Equal to `F.layer_norm(x, x.shape[-1:], ...)`."""
+    mean = x.mean(dim=-1, keepdim=True)
+    var = x.var(dim=-1, keepdim=True, unbiased=False)  # the population variance: divide by D
+    return (x - mean) / torch.sqrt(var + eps) * weight + bias
+
+
 class MLP(nn.Module):
     """(B, T, D) -> (B, T, D): widen to `hidden_dim`, GELU, narrow back; each token on its own."""
 

@@ -1,6 +1,8 @@
 """Exercise checks: compare a learner's code with the reference and explain what went wrong.
 
-Used by the exercises in notebooks 01-05. Each check runs the learner's function (or module, with
+Used by the exercises in notebooks 01-05. This module holds the checks and their hints only; the
+reference solutions live in their concept's module (`patching.patchify`, `embedding.embed_tokens`,
+`block.layer_norm`, `vit.count_parameters`, ...). Each check runs the learner's function (or module, with
 the reference's weights loaded into it) on seeded inputs and compares with `vitcourse`'s own
 version. On success it returns the learner's object, so the notebook goes on with their code. On a
 wrong answer it raises an AssertionError whose hint names the likely mistake: each check knows
@@ -18,6 +20,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from vitcourse import attention, block, embedding, patching, vit
+from vitcourse.block import layer_norm
+from vitcourse.embedding import embed_tokens
+from vitcourse.vit import count_parameters
 
 # (hint, a function computing the output that mistake would give); used by `_compare`.
 Mistakes = list[tuple[str, Callable[[], torch.Tensor]]]
@@ -270,17 +275,6 @@ def check_embed_tokens(fn: Callable) -> Callable:
     return _passed(name, fn)
 
 
-def embed_tokens(
-    patch_tokens: torch.Tensor, cls_token: torch.Tensor, pos_embed: torch.Tensor
-) -> torch.Tensor:
-    """(B, N, D) patch tokens -> (B, T, D): the cls token in front, position embeddings added.
-
-    The reference for notebook 02's exercise; `VisionTransformer.embed` does the same.
-    """
-    cls = cls_token.expand(patch_tokens.shape[0], -1, -1)  # (1, 1, D) -> (B, 1, D)
-    return torch.cat([cls, patch_tokens], dim=1) + pos_embed
-
-
 # --- notebook 03: attention --------------------------------------------------------------------
 
 
@@ -451,13 +445,6 @@ def check_layer_norm(fn: Callable) -> Callable:
     return _passed(name, fn)
 
 
-def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float = 1e-6):
-    """LayerNorm written out, the reference for notebook 04's exercise."""
-    mean = x.mean(dim=-1, keepdim=True)
-    var = x.var(dim=-1, keepdim=True, unbiased=False)
-    return (x - mean) / torch.sqrt(var + eps) * weight + bias
-
-
 def check_transformer_block(cls: type) -> type:
     """Check a pre-norm block: `cls(dim, num_heads, mlp_dim)` with norm1, attn, norm2, mlp."""
     name = "TransformerBlock"
@@ -625,20 +612,3 @@ def check_parameter_count(fn: Callable) -> Callable:
             "LayerNorm and the head.",
         )
     return _passed(name, fn)
-
-
-def count_parameters(config: vit.ViTConfig) -> int:
-    """A ViT's trainable parameters, counted from its sizes (reference for notebook 05)."""
-    if config.stem_channels:
-        raise ValueError(
-            f"count_parameters counts a pure ViT; this config has a convolutional stem "
-            f"{config.stem_channels} (count a hybrid with VisionTransformer(config).num_parameters())"
-        )
-    D, C, P = config.dim, config.in_channels, config.patch_size
-    patch_embed = P * P * C * D + D
-    tokens = D + (config.num_tokens * D if config.pos_embed == "learned" else 0)  # cls + positions
-    attn = D * 3 * D + (3 * D if config.qkv_bias else 0) + D * D + D
-    mlp = D * config.mlp_dim + config.mlp_dim + config.mlp_dim * D + D
-    per_block = 2 * (2 * D) + attn + mlp  # two LayerNorms, attention, MLP
-    head = 2 * D + D * config.num_classes + config.num_classes  # final LayerNorm, classifier
-    return patch_embed + tokens + config.depth * per_block + head

@@ -15,10 +15,13 @@ What a convolution assumes and a ViT does not (its "inductive bias"):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch import nn
+
+from vitcourse.data import dataset_info
+from vitcourse.embedding import conv_bn_relu
 
 
 @dataclass(frozen=True)
@@ -51,19 +54,6 @@ class CNNConfig:
                 f"{len(self.widths)} stages halve the image {len(self.widths) - 1} times: "
                 f"image_size must be at least {smallest}, got {self.image_size}"
             )
-
-
-def conv_bn_relu(in_channels: int, out_channels: int, stride: int = 1) -> nn.Sequential:
-    """A 3 x 3 convolution, batch normalisation, ReLU.
-
-    Stride 1 keeps the size; stride 2 halves it, rounding up (28 -> 14 -> 7 -> 4).
-    No bias on the convolution: the batch norm right after it adds one.
-    """
-    return nn.Sequential(
-        nn.Conv2d(in_channels, out_channels, kernel_size=3, stride=stride, padding=1, bias=False),
-        nn.BatchNorm2d(out_channels),
-        nn.ReLU(inplace=True),
-    )
 
 
 class SmallCNN(nn.Module):
@@ -113,3 +103,18 @@ CNN_PRESETS: dict[str, CNNConfig] = {
     # Colour 32 x 32 images (CIFAR): 1,789,690 parameters, next to course-32/4's 1,806,538.
     "cnn-32": CNNConfig(image_size=32, in_channels=3, widths=(48, 96, 192, 288)),
 }
+
+
+def cnn_preset_for(dataset: str, name: str | None = None, **changes) -> CNNConfig:
+    """The course's CNN for a dataset (its `DatasetInfo.cnn_preset`, or preset `name`), sized for
+    the dataset's images and classes: `cnn_preset_for("cifar100")` has 100 outputs."""
+    info = dataset_info(dataset)
+    name = name or info.cnn_preset
+    if name not in CNN_PRESETS:
+        raise ValueError(f"unknown CNN preset {name!r}: expected one of {', '.join(CNN_PRESETS)}")
+    fitted = {
+        "image_size": info.image_size,
+        "in_channels": info.channels,
+        "num_classes": len(info.classes),
+    }
+    return replace(CNN_PRESETS[name], **{**fitted, **changes})

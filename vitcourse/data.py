@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset, Subset
 from torchvision import datasets, transforms
 
-from vitcourse.environment import is_online, pick_device, quick_mode
+from vitcourse.environment import default_root, is_online, pick_device, quick_mode
 
 # In quick mode `make_loaders` cuts the splits to these sizes (train, validation, test).
 QUICK_SIZES = (1024, 256, 256)
@@ -48,6 +48,11 @@ class DatasetInfo:
     hflip: bool  # is a mirrored image still the same class? (a shoe yes, a "2" no)
     crop_padding: int  # random-crop augmentation: pad by this much, then crop back to size
     archives: tuple[str, ...]  # files under the data folder that torchvision unpacks offline
+    # The course's models for this dataset, by preset name (`vitcourse.vit.PRESETS`,
+    # `vitcourse.cnn.CNN_PRESETS`); `vit.preset_for(name)` and `cnn.cnn_preset_for(name)` build them.
+    vit_preset: str  # the pure ViT the notebooks build, train and look inside
+    train_preset: str  # the command-line trainer's default ViT (for 28 x 28 images, a hybrid)
+    cnn_preset: str  # the CNN notebook 08 races against the ViT
 
 
 _CIFAR100_CLASSES = tuple(
@@ -58,7 +63,7 @@ _CIFAR100_CLASSES = tuple(
     "oak_tree orange orchid otter palm_tree pear pickup_truck pine_tree plain plate poppy porcupine "
     "possum rabbit raccoon ray road rocket rose sea seal shark shrew skunk skyscraper snail snake "
     "spider squirrel streetcar sunflower sweet_pepper table tank telephone television tiger tractor "
-    "train tulip turtle wardrobe whale willow_tree wolf woman worm".split()
+    "train trout tulip turtle wardrobe whale willow_tree wolf woman worm".split()
 )
 
 _MNIST_FILES = (
@@ -91,6 +96,9 @@ DATASETS: dict[str, DatasetInfo] = {
         hflip=True,
         crop_padding=2,
         archives=tuple(f"FashionMNIST/raw/{f}.gz" for f in _MNIST_FILES),
+        vit_preset="course-28/7",
+        train_preset="course-28/conv",
+        cnn_preset="cnn-28",
     ),
     "mnist": DatasetInfo(
         name="mnist",
@@ -103,6 +111,9 @@ DATASETS: dict[str, DatasetInfo] = {
         hflip=False,
         crop_padding=2,
         archives=tuple(f"MNIST/raw/{f}.gz" for f in _MNIST_FILES),
+        vit_preset="course-28/7",
+        train_preset="course-28/conv",
+        cnn_preset="cnn-28",
     ),
     "cifar10": DatasetInfo(
         name="cifar10",
@@ -126,6 +137,9 @@ DATASETS: dict[str, DatasetInfo] = {
         hflip=True,
         crop_padding=4,
         archives=("cifar-10-python.tar.gz",),
+        vit_preset="course-32/4",
+        train_preset="course-32/4",
+        cnn_preset="cnn-32",
     ),
     "cifar100": DatasetInfo(
         name="cifar100",
@@ -138,6 +152,9 @@ DATASETS: dict[str, DatasetInfo] = {
         hflip=True,
         crop_padding=4,
         archives=("cifar-100-python.tar.gz",),
+        vit_preset="course-32/4",
+        train_preset="course-32/4",
+        cnn_preset="cnn-32",
     ),
 }
 
@@ -162,13 +179,6 @@ def dataset_info(name: str) -> DatasetInfo:
     if key not in DATASETS:
         raise ValueError(f"unknown dataset {name!r}: expected one of {', '.join(DATASETS)}")
     return DATASETS[key]
-
-
-def default_root() -> Path:
-    """The course's data folder: `$VITCOURSE_DATA` if set, else `data/` at the top of the repo."""
-    if os.environ.get("VITCOURSE_DATA"):
-        return Path(os.environ["VITCOURSE_DATA"])
-    return Path(__file__).resolve().parent.parent / "data"
 
 
 def image_transform(name: str, augment: bool = False) -> transforms.Compose:

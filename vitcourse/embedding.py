@@ -4,7 +4,9 @@ Introduced in notebook 02. Each flattened patch is multiplied by one learned mat
 D-dimensional token; that is exactly a convolution with a P x P kernel and stride P, which is how
 `PatchEmbedding` computes it (faster, and the weights keep their image shape). Attention itself
 ignores order, so every token also gets a position embedding: learned (the paper's default) or a
-fixed 2-D sine-cosine pattern. `resize_pos_embed` stretches a grid of position embeddings to
+fixed 2-D sine-cosine pattern; `embed_tokens` puts the cls token in front and adds the positions.
+A hybrid ViT (section 3.1, notebook 08) first runs a few convolutions (`conv_bn_relu`) and cuts its
+patches from their output instead of the image. `resize_pos_embed` stretches a grid of position embeddings to
 another size, so a model trained on one resolution can run on another (paper, section 3.2).
 """
 
@@ -50,6 +52,32 @@ class PatchEmbedding(nn.Module):
             linear.weight.copy_(self.proj.weight.permute(0, 2, 3, 1).reshape(D, P * P * C))
             linear.bias.copy_(self.proj.bias)
         return linear
+
+
+def embed_tokens(
+    patch_tokens: torch.Tensor, cls_token: torch.Tensor, pos_embed: torch.Tensor
+) -> torch.Tensor:
+    """(B, N, D) patch tokens -> (B, T, D): the cls token in front, position embeddings added.
+
+    The paper's equation 1, z0 = [x_class; x_p E] + E_pos (notebook 02's exercise);
+    `VisionTransformer.embed` calls it.
+    """
+    cls = cls_token.expand(patch_tokens.shape[0], -1, -1)  # (1, 1, D) -> (B, 1, D)
+    return torch.cat([cls, patch_tokens], dim=1) + pos_embed  # (B, N, D) -> (B, T, D)
+
+
+def conv_bn_relu(in_channels: int, out_channels: int, stride: int = 1) -> nn.Sequential:
+    """A 3 x 3 convolution, batch normalisation, ReLU: one step of a hybrid ViT's stem (and of
+    notebook 08's CNN).
+
+    Stride 1 keeps the size; stride 2 halves it, rounding up (28 -> 14 -> 7 -> 4).
+    No bias on the convolution: the batch norm right after it adds one.
+    """
+    return nn.Sequential(
+        nn.Conv2d(in_channels, out_channels, kernel_size=3, stride=stride, padding=1, bias=False),
+        nn.BatchNorm2d(out_channels),
+        nn.ReLU(inplace=True),
+    )
 
 
 def sincos_2d_position_embedding(grid_size: int, dim: int) -> torch.Tensor:

@@ -10,10 +10,13 @@ import os
 import platform
 import threading
 import urllib.request
+from pathlib import Path
 
 import torch
+import torchvision
 
 QUICK_ENV = "VITCOURSE_QUICK"
+DATA_ENV = "VITCOURSE_DATA"
 
 
 def quick_mode() -> bool:
@@ -23,6 +26,13 @@ def quick_mode() -> bool:
     executes in seconds.
     """
     return os.environ.get(QUICK_ENV, "0").strip().lower() not in ("", "0", "false", "no")
+
+
+def default_root() -> Path:
+    """The course's data folder: `$VITCOURSE_DATA` if set, else `data/` at the top of the repo."""
+    if os.environ.get(DATA_ENV):
+        return Path(os.environ[DATA_ENV])
+    return Path(__file__).resolve().parent.parent / "data"
 
 
 def pick_device(device: str | torch.device | None = None) -> torch.device:
@@ -47,10 +57,6 @@ def pick_device(device: str | torch.device | None = None) -> torch.device:
 
 def environment_report() -> dict[str, str]:
     """Versions, device and threads, as a learner would paste them into a question."""
-    import torchvision
-
-    from vitcourse.data import default_root
-
     device = pick_device()
     if device.type == "cuda":
         device_name = f"cuda ({torch.cuda.get_device_name(device)})"

@@ -190,6 +190,7 @@ class LivePlot(Callback):
 
 
 def _in_notebook() -> bool:
+    # IPython is there in Jupyter; the command-line trainer runs without it.
     try:
         from IPython import get_ipython
     except ImportError:

@@ -8,8 +8,10 @@ Writes OUT/run.json (the data and model kind, which --resume reuses), OUT/checkp
 every epoch and on Ctrl-C), OUT/metrics.json (per-epoch losses and accuracies, the final test
 accuracy, per-class precision/recall/F1, the confusion matrix), OUT/attention.png (a ViT's curves
 and attention maps of a few validation images) and OUT/model.pt (the trained model alone, for
-`vitcourse.training.load_model`). In quick mode (VITCOURSE_QUICK=1) it trains one epoch on a small
-subset: seconds.
+`vitcourse.checkpoints.load_model`). The model is the dataset's entry in `vitcourse.data`
+(`train_preset` for the ViT, `cnn_preset` for --model cnn) unless --preset says otherwise. In quick
+mode (VITCOURSE_QUICK=1) the data shrinks to a small subset and the default length to one epoch;
+--epochs and --minutes are honoured as given.
 """
 
 from __future__ import annotations
@@ -23,37 +25,19 @@ from pathlib import Path
 
 import torch
 
-from vitcourse.cnn import CNN_PRESETS, CNNConfig
+from vitcourse.checkpoints import CheckpointError, build_model, load_checkpoint, save_model
+from vitcourse.cnn import CNNConfig, cnn_preset_for
 from vitcourse.data import dataset_info, denormalize, make_loaders
 from vitcourse.environment import quick_mode
 from vitcourse.live import LivePlot
 from vitcourse.training import (
     CheckpointCallback,
-    CheckpointError,
     ProgressCallback,
     TrainConfig,
     Trainer,
-    build_model,
     evaluate,
-    load_checkpoint,
-    save_model,
 )
-from vitcourse.vit import PRESETS, ViTConfig, preset
-
-DEFAULT_PRESET = {
-    # The hybrid: a convolutional stem, then course-28/7's transformer (vitcourse/vit.py says why).
-    "fashion-mnist": "course-28/conv",
-    "mnist": "course-28/conv",
-    "cifar10": "course-32/4",
-    "cifar100": "course-32/4",
-}
-# The CNN for each dataset (--model cnn): as many parameters as its 6-block ViT (course-28/4, -32/4).
-CNN_PRESET = {
-    "fashion-mnist": "cnn-28",
-    "mnist": "cnn-28",
-    "cifar10": "cnn-32",
-    "cifar100": "cnn-32",
-}
+from vitcourse.vit import PRESETS, ViTConfig, preset_for
 
 
 def _channels(text: str) -> tuple[int, ...]:
@@ -77,7 +61,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     length = parser.add_mutually_exclusive_group()
     length.add_argument(
-        "--epochs", type=int, help=f"passes over the data (default {TrainConfig.epochs})"
+        "--epochs",
+        type=int,
+        help=f"passes over the data (default {TrainConfig.epochs}; 1 in quick mode)",
     )
     length.add_argument("--minutes", type=float, help="a time budget instead of epochs")
     parser.add_argument("--out", type=Path, help="output folder (default runs/DATASET)")
@@ -91,7 +77,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--preset",
         choices=list(PRESETS),
-        help="ViT size (default: the course model for the dataset)",
+        help="ViT size (default: the dataset's train_preset in vitcourse.data)",
     )
     parser.add_argument("--patch-size", type=int, help="override the preset's patch size")
     parser.add_argument("--dim", type=int, help="override the preset's width D")
@@ -151,28 +137,23 @@ VIT_ONLY = (
 def build(args: argparse.Namespace) -> tuple[ViTConfig | CNNConfig, TrainConfig]:
     """The model and training configs the arguments ask for."""
     info = dataset_info(args.dataset)
-    changes = {
-        "num_classes": len(info.classes),
-        "in_channels": info.channels,
-        "image_size": info.image_size,
-    }
     if args.model == "cnn":
         given = [f"--{n.replace('_', '-')}" for n in VIT_ONLY if getattr(args, n) is not None]
         if given:
             raise SystemExit(
                 f"error: {', '.join(given)} set the ViT; --model cnn does not use them"
             )
-        model_config = dataclasses.replace(CNN_PRESETS[CNN_PRESET[info.name]], **changes)
+        model_config = cnn_preset_for(info.name)
     else:
-        for name in VIT_ONLY[1:]:
-            if getattr(args, name) is not None:
-                changes[name] = getattr(args, name)
+        changes = {n: getattr(args, n) for n in VIT_ONLY[1:] if getattr(args, n) is not None}
         try:
-            model_config = preset(args.preset or DEFAULT_PRESET[info.name], **changes)
+            model_config = preset_for(info.name, args.preset or info.train_preset, **changes)
         except ValueError as e:  # sizes that do not fit together, e.g. --patch-size 5 on 28 pixels
             raise SystemExit(f"error: {e}") from None
+    # Quick mode shrinks the data (make_loaders) and the default length; a length asked for stands.
+    default_epochs = 1 if quick_mode() else TrainConfig.epochs
     length = (
-        {"minutes": args.minutes} if args.minutes else {"epochs": args.epochs or TrainConfig.epochs}
+        {"minutes": args.minutes} if args.minutes else {"epochs": args.epochs or default_epochs}
     )
     train_config = TrainConfig(
         **length,
@@ -209,8 +190,7 @@ def main(argv: list[str] | None = None) -> dict:
         out.mkdir(parents=True, exist_ok=True)
         run_file.write_text(json.dumps({name: getattr(args, name) for name in RUN_ARGS}, indent=2))
     if quick_mode():
-        train_config = dataclasses.replace(train_config, epochs=1, minutes=None)
-        print("quick mode: one epoch on a small subset")
+        print("quick mode: a small subset of the data")
 
     torch.manual_seed(train_config.seed)
     loaders = make_loaders(

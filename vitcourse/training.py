@@ -1,20 +1,19 @@
-"""Training: a short loop a notebook can show, callbacks for everything else, and safe checkpoints.
+"""Training: a short loop a notebook can show, and callbacks for everything else.
 
 Introduced in notebook 06. `Trainer.fit` runs AdamW (weight decay on weight matrices only), a
 learning rate that warms up and then decays along a cosine, label smoothing and gradient clipping,
 and evaluates on the held-out validation split after every epoch. Training can be given a number
 of epochs or a time budget (`minutes`): with a budget, the schedule runs over elapsed time, so "train
 for 10 minutes" gets a full warm-up and decay (validation is measured outside the budget). Progress
-bars, live plots and checkpoints are callbacks. Ctrl-C (KeyboardInterrupt) stops cleanly: the
-model and history stay, and a checkpoint callback saves them. `Trainer.resume` continues from a
-checkpoint where it stopped. The trainer trains any model with a `config` and an `architecture`
-name: the course's ViT, or notebook 08's CNN (`vitcourse.cnn`).
+bars (tqdm), live plots and checkpoints are callbacks. Ctrl-C (KeyboardInterrupt) stops cleanly:
+the model and history stay, and a checkpoint callback saves them. `Trainer.resume` continues from
+a checkpoint where it stopped (files: `vitcourse.checkpoints`). The trainer trains any model with
+a `config` and an `architecture` name: the course's ViT, or notebook 08's CNN (`vitcourse.cnn`).
 """
 
 from __future__ import annotations
 
 import math
-import os
 import random
 import sys
 import time
@@ -25,7 +24,9 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 from torch import nn
+from tqdm.auto import tqdm
 
+from vitcourse.checkpoints import CheckpointError, atomic_save, load_checkpoint, model_state
 from vitcourse.environment import pick_device
 
 
@@ -39,7 +40,9 @@ class TrainConfig:
     weight_decay: float = 0.05  # AdamW decay, applied to weight matrices only
     warmup: float = 0.05  # fraction of the schedule spent warming up from 0 to lr
     min_lr_ratio: float = 0.01  # the cosine decays to lr * min_lr_ratio
-    label_smoothing: float = 0.1  # targets 0.9 on the true class, the rest spread over others
+    # The true class's target is 1 - s + s/K, every other class's s/K (K classes): with s = 0.1
+    # and 10 classes, 0.91 and 0.01.
+    label_smoothing: float = 0.1
     grad_clip: float = 1.0  # clip the gradient norm to this (0: no clipping)
     seed: int = 0
 
@@ -212,8 +215,9 @@ class Trainer:
             self.optimizer.step()
             self.step, self.batch = self.step + 1, self.batch + 1
             self.history.step_losses.append(loss.item())
+            self._count_time()  # callbacks see `elapsed` up to date, this step included
             self._call("on_step_end", self.history.step_losses[-1])
-            self._count_time()
+            self._count_time()  # ... and their own time counts too, unless they pause the clock
             if self.config.minutes is not None and self.done():
                 break
         # Measuring is not training: validation takes nothing from a time budget, so a model with
@@ -272,9 +276,7 @@ class Trainer:
         if loader_state is None and generator is not None:
             loader_state = generator.get_state()
         return {
-            "model": self.model.state_dict(),
-            "model_config": asdict(self.model.config),
-            "architecture": self.model.architecture,
+            **model_state(self.model),
             "optimizer": self.optimizer.state_dict(),
             "schedule": {
                 "epoch": self.epoch,
@@ -292,7 +294,7 @@ class Trainer:
 
     def save(self, path: str | Path) -> Path:
         """Write a checkpoint atomically: a crash mid-write never leaves a half-written file."""
-        return _atomic_save(self.state_dict(), path)
+        return atomic_save(self.state_dict(), path)
 
     def resume(self, path: str | Path) -> None:
         """Load a checkpoint written by `save`; the next `fit` continues where it stopped."""
@@ -301,7 +303,7 @@ class Trainer:
         if missing:
             raise CheckpointError(
                 f"{path} holds a model but not a training run to resume "
-                f"(no {', '.join(sorted(missing))}): use load_model for it"
+                f"(no {', '.join(sorted(missing))}): use vitcourse.checkpoints.load_model for it"
             )
         architecture = state.get("architecture", "vit")
         if architecture != self.model.architecture:
@@ -325,82 +327,6 @@ class Trainer:
             self._epoch_loader_state = state["rng"]["loader"]
 
 
-# A model trained by the command-line trainer, shipped with the course (see the README for how).
-TRAINED_MODEL = (
-    Path(__file__).resolve().parent.parent / "data" / "trained" / "course-28-7_fashion-mnist.pt"
-)
-
-
-def save_model(model: nn.Module, path: str | Path, **info) -> Path:
-    """Write just the model (weights and config, plus any plain `info`), atomically.
-
-    A fraction of a checkpoint's size: no optimizer state. `load_model` reads it.
-    """
-    state = {
-        "model": model.state_dict(),
-        "model_config": asdict(model.config),
-        "architecture": model.architecture,
-    }
-    return _atomic_save({**state, **info}, path)
-
-
-def _atomic_save(obj: dict, path: str | Path) -> Path:
-    """torch.save to a temporary file, then rename it into place: never a half-written file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
-    return path
-
-
-class CheckpointError(RuntimeError):
-    """A checkpoint that cannot be read or does not fit."""
-
-
-def load_checkpoint(path: str | Path) -> dict:
-    """Read a checkpoint safely (`weights_only=True`: tensors and plain data, never code)."""
-    path = Path(path)
-    if not path.exists():
-        raise CheckpointError(f"no checkpoint at {path}")
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # truncated, corrupt, or not a torch file at all
-        raise CheckpointError(
-            f"{path} is not a readable checkpoint ({type(e).__name__}: {e})"
-        ) from e
-    missing = {"model", "model_config"} - set(state) if isinstance(state, dict) else {"model"}
-    if missing:
-        raise CheckpointError(f"{path} is not a vitcourse checkpoint: it lacks {sorted(missing)}")
-    return state
-
-
-def build_model(architecture: str, config: dict) -> nn.Module:
-    """A new, untrained model: "vit" (`VisionTransformer`) or "cnn" (`SmallCNN`), from its config
-    as a plain dict (as checkpoints store it)."""
-    from vitcourse.cnn import CNNConfig, SmallCNN
-    from vitcourse.vit import VisionTransformer, ViTConfig
-
-    kinds = {"vit": (VisionTransformer, ViTConfig), "cnn": (SmallCNN, CNNConfig)}
-    if architecture not in kinds:
-        raise ValueError(f"unknown architecture {architecture!r}: expected one of {list(kinds)}")
-    model_class, config_class = kinds[architecture]
-    return model_class(config_class(**config))
-
-
-def load_model(path: str | Path) -> nn.Module:
-    """The trained model (a `VisionTransformer` or a `SmallCNN`) saved in a checkpoint, in eval
-    mode."""
-    state = load_checkpoint(path)
-    try:
-        # Checkpoints from before the CNN existed hold a ViT and do not say so.
-        model = build_model(state.get("architecture", "vit"), state["model_config"])
-        model.load_state_dict(state["model"])
-    except (TypeError, ValueError, RuntimeError) as e:
-        raise CheckpointError(f"{path} holds a model that cannot be rebuilt: {e}") from e
-    return model.eval()
-
-
 class Timeline(Callback):
     """Accuracy against training time: evaluates on `loader` every `every_seconds` of training.
 
@@ -419,7 +345,6 @@ class Timeline(Callback):
             self._measure(trainer)
 
     def on_step_end(self, trainer: Trainer, loss: float) -> None:
-        trainer._count_time()  # bring elapsed up to date, this step included
         if trainer.elapsed - self.points[-1][0] >= self.every_seconds:
             with trainer.paused():
                 self._measure(trainer)
@@ -449,30 +374,60 @@ class CheckpointCallback(Callback):
 
 
 class ProgressCallback(Callback):
-    """A one-line progress report, rewritten in place; one line kept per epoch."""
+    """A progress bar over the whole run, and a line of results every `every_epochs` epochs.
 
-    def __init__(self, every_steps: int = 20, stream=None):
-        self.every_steps = every_steps
-        self.stream = stream or sys.stdout
+    The bar is tqdm's: a widget in JupyterLab, a text bar in a terminal, and nothing at all when
+    the output is not a terminal (a log file, CI), where only the epoch lines are printed. It counts
+    steps, or seconds of a time budget.
+    """
+
+    def __init__(self, every_epochs: int = 1, every_steps: int = 20, stream=None):
+        if every_epochs < 1 or every_steps < 1:
+            raise ValueError(
+                f"every_epochs and every_steps must be at least 1, got {every_epochs} and "
+                f"{every_steps}"
+            )
+        self.every_epochs = every_epochs
+        self.every_steps = every_steps  # how often the bar's loss is refreshed
+        self.stream = stream  # where the epoch lines go (None: stdout)
+        self.bar = None
+
+    def on_fit_start(self, trainer: Trainer) -> None:
+        budget = trainer.config.minutes
+        total = round(60 * budget) if budget else trainer.config.epochs * trainer.steps_per_epoch
+        self.bar = tqdm(
+            total=total,
+            initial=self._done(trainer),
+            unit="s" if budget else "step",
+            desc="training",
+            disable=None,  # silent when the output is not a terminal (tqdm.auto shows widgets)
+            dynamic_ncols=True,
+        )
 
     def on_step_end(self, trainer: Trainer, loss: float) -> None:
         if trainer.step % self.every_steps == 0:
-            print(
-                f"\repoch {trainer.epoch + 1}  step {trainer.step}  loss {loss:.3f}  "
-                f"{100 * trainer.progress():5.1f}%  {trainer.elapsed:6.0f}s",
-                end="",
-                file=self.stream,
-                flush=True,
-            )
+            self.bar.set_postfix(epoch=trainer.epoch + 1, loss=f"{loss:.3f}", refresh=False)
+            self.bar.update(self._done(trainer) - self.bar.n)
 
     def on_epoch_end(self, trainer: Trainer, record: dict) -> None:
-        print(
-            f"\repoch {record['epoch']:>3}  train loss {record['train_loss']:.3f}  "
-            f"val loss {record['val_loss']:.3f}  val acc {100 * record['val_acc']:.2f}%  "
-            f"{record['seconds']:.0f}s",
-            file=self.stream,
-            flush=True,
-        )
+        self.bar.update(self._done(trainer) - self.bar.n)
+        if record["epoch"] % self.every_epochs == 0 or trainer.done():
+            tqdm.write(
+                f"epoch {record['epoch']:>3}  train loss {record['train_loss']:.3f}  "
+                f"val loss {record['val_loss']:.3f}  val acc {100 * record['val_acc']:.2f}%  "
+                f"{trainer.elapsed:.0f}s trained",
+                file=self.stream or sys.stdout,
+            )
+
+    def on_fit_end(self, trainer: Trainer) -> None:
+        self.bar.close()
+
+    @staticmethod
+    def _done(trainer: Trainer) -> int:
+        """Steps taken, or whole seconds of the budget spent."""
+        if trainer.config.minutes:
+            return min(int(trainer.elapsed), round(60 * trainer.config.minutes))
+        return trainer.step
 
 
 def _now() -> float:

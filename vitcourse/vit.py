@@ -16,14 +16,20 @@ help transformers see better"): `course-28/conv`, the trainer's default for 28 x
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 
 import torch
 from torch import nn
 
 from vitcourse.block import TransformerBlock
-from vitcourse.cnn import conv_bn_relu
-from vitcourse.embedding import PatchEmbedding, resize_pos_embed, sincos_2d_position_embedding
+from vitcourse.data import dataset_info
+from vitcourse.embedding import (
+    PatchEmbedding,
+    conv_bn_relu,
+    embed_tokens,
+    resize_pos_embed,
+    sincos_2d_position_embedding,
+)
 
 
 @dataclass(frozen=True)
@@ -89,6 +95,13 @@ class ViTConfig:
         return self.stem_size // self.patch_size
 
     @property
+    def token_pixels(self) -> int:
+        """Pixels of the image between the centres of two neighbouring tokens: the patch size for a
+        pure ViT; for a stride-2 stem, a patch of its output covers 2 x 2 per convolution (each
+        cell of `course-28/conv`'s 4 x 4 grid is 8 pixels apart from the next)."""
+        return self.patch_size * (2 ** len(self.stem_channels) if self.stem_stride == 2 else 1)
+
+    @property
     def num_patches(self) -> int:
         """N: patches per image."""
         return self.grid_size**2
@@ -148,6 +161,39 @@ def preset(name: str, **changes) -> ViTConfig:
     if name not in PRESETS:
         raise ValueError(f"unknown preset {name!r}: expected one of {', '.join(PRESETS)}")
     return replace(PRESETS[name], **changes)
+
+
+def preset_for(dataset: str, name: str | None = None, **changes) -> ViTConfig:
+    """The course's ViT for a dataset, sized for its images and classes.
+
+    By default the dataset's `vit_preset` (the pure ViT of notebooks 06-08: `course-28/7` for
+    Fashion-MNIST, `course-32/4` for CIFAR); `name` picks another preset, e.g. the dataset's
+    `train_preset`. `preset_for("cifar100")` has 3 input channels, 32 x 32 images, 100 classes.
+    """
+    info = dataset_info(dataset)
+    fitted = {
+        "image_size": info.image_size,
+        "in_channels": info.channels,
+        "num_classes": len(info.classes),
+    }
+    return preset(name or info.vit_preset, **{**fitted, **changes})
+
+
+def count_parameters(config: ViTConfig) -> int:
+    """A pure ViT's trainable parameters, counted from its sizes (notebook 05's exercise)."""
+    if config.stem_channels:
+        raise ValueError(
+            f"count_parameters counts a pure ViT; this config has a convolutional stem "
+            f"{config.stem_channels} (count a hybrid with VisionTransformer(config).num_parameters())"
+        )
+    D, C, P = config.dim, config.in_channels, config.patch_size
+    patch_embed = P * P * C * D + D
+    tokens = D + (config.num_tokens * D if config.pos_embed == "learned" else 0)  # cls + positions
+    attn = D * 3 * D + (3 * D if config.qkv_bias else 0) + D * D + D
+    mlp = D * config.mlp_dim + config.mlp_dim + config.mlp_dim * D + D
+    per_block = 2 * (2 * D) + attn + mlp  # two LayerNorms, attention, MLP
+    head = 2 * D + D * config.num_classes + config.num_classes  # final LayerNorm, classifier
+    return patch_embed + tokens + config.depth * per_block + head
 
 
 class VisionTransformer(nn.Module):
@@ -217,10 +263,9 @@ class VisionTransformer(nn.Module):
                 f"expected {c.image_size}x{c.image_size} images, got {H}x{W}; "
                 "to run at another resolution, call model.set_image_size(new_size) first"
             )
-        x = self.patch_embed(self.stem(images))  # (B, N, D)
-        cls = self.cls_token.expand(B, -1, -1)  # (1, 1, D) -> (B, 1, D)
-        x = torch.cat([cls, x], dim=1)  # (B, N, D) -> (B, T, D)
-        return self.pos_drop(x + self.pos_embed)
+        x = self.patch_embed(self.stem(images))  # (B, C, H, W) -> (B, N, D)
+        x = embed_tokens(x, self.cls_token, self.pos_embed)  # cls in front, positions: (B, T, D)
+        return self.pos_drop(x)
 
     def forward_features(self, x: torch.Tensor) -> torch.Tensor:
         """(B, T, D) -> (B, T, D): every block in turn, then the final LayerNorm."""
@@ -281,10 +326,6 @@ class VisionTransformer(nn.Module):
     def num_parameters(self) -> int:
         """Parameters that train (sin-cos position embeddings do not)."""
         return sum(p.numel() for p in self.parameters() if p.requires_grad)
-
-    def config_dict(self) -> dict:
-        """The config as a plain dict, for checkpoints and metrics files."""
-        return asdict(self.config)
 
 
 def from_timm(model: nn.Module) -> VisionTransformer:

@@ -7,8 +7,10 @@ swallows exceptions raised inside its callbacks, so a widget alone would hide a 
 
 from __future__ import annotations
 
+import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import torch
+from IPython.display import display
 
 from vitcourse.embedding import position_similarity
 from vitcourse.patching import draw_patch_grid, patchify
@@ -57,7 +59,6 @@ def patch_grid_figure(image: torch.Tensor, patch_size: int) -> plt.Figure:
 
 def patch_size_explorer(image: torch.Tensor):
     """A slider over the patch sizes that tile `image` (C, H, W in [0, 1])."""
-    import ipywidgets as widgets
 
     sizes = valid_patch_sizes(image.shape[-1])
     start = 4 if 4 in sizes else sizes[0]
@@ -86,7 +87,6 @@ def position_similarity_figure(pos_embed: torch.Tensor, row: int, col: int) -> p
 
 def position_similarity_explorer(pos_embed: torch.Tensor):
     """Sliders for a patch's row and column; shows its position embedding's similarities."""
-    import ipywidgets as widgets
 
     g = position_similarity(pos_embed).shape[0]
     return widgets.interactive(
@@ -137,7 +137,6 @@ def attention_figure(
 
 def attention_explorer(weights: torch.Tensor, image: torch.Tensor | None = None):
     """Pick a query token and a head; see where that token looks."""
-    import ipywidgets as widgets
 
     h, T, _ = weights.shape
     return widgets.interactive(
@@ -149,7 +148,6 @@ def attention_explorer(weights: torch.Tensor, image: torch.Tensor | None = None)
 
 def _show(fig: plt.Figure) -> None:
     """Display a figure once (inside a widget's output area) and free it."""
-    from IPython.display import display
 
     display(fig)
     plt.close(fig)
@@ -164,7 +162,6 @@ def cls_attention_explorer(maps: torch.Tensor, pictures: torch.Tensor):
     `maps` are a model's attention maps (layers, B, h, T, T), `pictures` the B images (C, H, W) in
     [0, 1]. Each view is `attention_figure` for query 0, the cls token.
     """
-    import ipywidgets as widgets
 
     L, B, h, _, _ = maps.shape
     return widgets.interactive(

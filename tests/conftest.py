@@ -1,0 +1,76 @@
+"""Shared test pieces: tiny model configs and a toy task small enough to train in a second.
+
+Tests take them as fixtures (`tiny_vit`, `tiny_rgb_vit`, `tiny_cnn`, `toy_loaders`); code that
+runs outside a test function (a notebook a test executes, a parametrize list) imports the
+constants from `tests.conftest`.
+"""
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+from vitcourse.cnn import CNNConfig
+from vitcourse.vit import ViTConfig
+
+# 8 x 8 grayscale images, a 2 x 2 grid of 4 x 4 patches, 3 classes: the toy task's ViT.
+TINY_VIT = ViTConfig(
+    image_size=8,
+    patch_size=4,
+    in_channels=1,
+    num_classes=3,
+    dim=16,
+    depth=2,
+    num_heads=2,
+    mlp_dim=32,
+)
+# 16 x 16 colour images, a 4 x 4 grid, 5 classes: for shapes and equalities with timm/torchvision.
+TINY_RGB_VIT = ViTConfig(
+    image_size=16,
+    patch_size=4,
+    in_channels=3,
+    num_classes=5,
+    dim=32,
+    depth=2,
+    num_heads=4,
+    mlp_dim=64,
+)
+# The toy task's CNN: two stages, 8 -> 4 pixels.
+TINY_CNN = CNNConfig(image_size=8, in_channels=1, num_classes=3, widths=(8, 16), depths=(1, 1))
+
+
+def make_toy_loaders(n: int = 160, seed: int = 0, batch_size: int = 16) -> SimpleNamespace:
+    """A learnable toy task on 8 x 8 images: the class is which third of the image is bright."""
+    gen = torch.Generator().manual_seed(seed)
+    labels = torch.randint(0, 3, (n,), generator=gen)
+    images = torch.randn(n, 1, 8, 8, generator=gen) * 0.3
+    for i, y in enumerate(labels.tolist()):
+        images[i, 0, :, 3 * y : 3 * y + 2] += 2.0
+    data = TensorDataset(images, labels)
+    train = DataLoader(
+        data, batch_size=batch_size, shuffle=True, generator=torch.Generator().manual_seed(seed)
+    )
+    val = DataLoader(TensorDataset(images[:32], labels[:32]), batch_size=32)
+    return SimpleNamespace(train=train, val=val, test=val)
+
+
+@pytest.fixture
+def tiny_vit() -> ViTConfig:
+    return TINY_VIT
+
+
+@pytest.fixture
+def tiny_rgb_vit() -> ViTConfig:
+    return TINY_RGB_VIT
+
+
+@pytest.fixture
+def tiny_cnn() -> CNNConfig:
+    return TINY_CNN
+
+
+@pytest.fixture
+def toy_loaders():
+    """The toy task's loaders: call it, `toy_loaders(n=..., seed=...)`, for a fresh set."""
+    return make_toy_loaders

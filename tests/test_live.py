@@ -1,0 +1,72 @@
+"""vitcourse.live: the live figure of curves and attention maps, in a notebook and as a PNG."""
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from vitcourse.analysis import attention_rollout
+from vitcourse.training import TrainConfig, Trainer
+from vitcourse.vit import VisionTransformer
+
+LIVE_NOTEBOOK = """
+import torch
+from tests.conftest import TINY_VIT, make_toy_loaders
+from vitcourse.live import LivePlot
+from vitcourse.training import TrainConfig, Trainer
+from vitcourse.vit import VisionTransformer
+
+torch.manual_seed(0)
+loaders = make_toy_loaders()
+live = LivePlot(next(iter(loaders.val))[0][:3], every_steps=1, every_seconds=1e9)
+trainer = Trainer(VisionTransformer(TINY_VIT), loaders, TrainConfig(epochs=3), [live], device="cpu")
+trainer.fit()
+print("updates", live.updates)
+print("display handle:", live.handle is not None)
+"""
+
+
+@pytest.mark.slow  # starts a Jupyter kernel
+def test_live_plot_updates_one_display_when_executed_headless(tmp_path, toy_loaders):
+    """Executed as a notebook (nbclient, as nbmake does): one image output however many updates."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    root = Path(__file__).resolve().parent.parent
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(f"import sys; sys.path.insert(0, {str(root)!r})"),
+        nbformat.v4.new_code_cell(LIVE_NOTEBOOK),
+    ]
+    NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+    outputs = nb.cells[1].outputs
+    images = [o for o in outputs if "image/png" in o.get("data", {})]
+    printed = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    updates = int(printed.split("updates")[1])
+    assert updates >= 3 * len(toy_loaders().train)  # refreshed after every step...
+    assert len(images) == 1  # ...into one display, not one image per update
+    assert "display handle: True" in printed  # updated in place through one display handle
+
+
+def test_live_plot_draws_attention_and_saves_png(tmp_path, tiny_vit, toy_loaders):
+    from vitcourse.live import LivePlot, cls_attention
+
+    torch.manual_seed(0)
+    loaders = toy_loaders()
+    images = next(iter(loaders.val))[0][:2]
+    model = VisionTransformer(tiny_vit)
+    panels = cls_attention(model, images)
+    assert panels["heads"].shape == (2, 2, 2, 2)  # (B, h, g, g) for a 2x2 patch grid
+    assert panels["layers"].shape == (2, 2, 2, 2)  # (B, L, g, g)
+    maps = model.eval().attention_maps(images)
+    torch.testing.assert_close(panels["heads"][:, 1], maps[-1, :, 1, 0, 1:].reshape(2, 2, 2))
+    torch.testing.assert_close(
+        panels["rollout"], attention_rollout(maps)[:, 0, 1:].reshape(2, 2, 2)
+    )
+    live = LivePlot(images, png=tmp_path / "attention.png", show=False)
+    trainer = Trainer(model, loaders, TrainConfig(epochs=1), [live], device="cpu")
+    trainer.fit()
+    assert (tmp_path / "attention.png").stat().st_size > 10_000
+    assert live.val_acc_line.get_ydata()[-1] == trainer.history.epochs[-1]["val_acc"]
