@@ -1,4 +1,4 @@
-"""The learner's machine: quick mode, the device, and a short environment report.
+"""The learner's machine: quick mode, the data folder, the device, and an environment report.
 
 Introduced in notebook 00. Every notebook and the trainer ask this module which device to use, so
 a laptop CPU, an Apple GPU and a CUDA box all run the same code.
