@@ -44,7 +44,7 @@ def test_live_plot_updates_one_display_when_executed_headless(tmp_path, toy_load
     outputs = nb.cells[1].outputs
     images = [o for o in outputs if "image/png" in o.get("data", {})]
     printed = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
-    updates = int(printed.split("updates")[1])
+    updates = int(printed.split("updates")[1].split()[0])
     assert updates >= 3 * len(toy_loaders().train)  # refreshed after every step...
     assert len(images) == 1  # ...into one display, not one image per update
     assert "display handle: True" in printed  # updated in place through one display handle
