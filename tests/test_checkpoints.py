@@ -15,6 +15,7 @@ from vitcourse.checkpoints import (
     load_model,
     register_architecture,
     save_model,
+    shipped_model,
 )
 from vitcourse.cnn import SmallCNN
 from vitcourse.data import load_dataset
@@ -140,3 +141,12 @@ def test_files_are_written_atomically(tmp_path, monkeypatch, tiny_vit):
         save_model(VisionTransformer(tiny_vit), path)
     assert path.read_bytes() == before
     assert isinstance(load_model(path), VisionTransformer)
+
+
+def test_shipped_model_by_dataset():
+    assert shipped_model("fashion-mnist") == TRAINED_MODEL and TRAINED_MODEL.exists()
+    assert shipped_model("Fashion_MNIST") == TRAINED_MODEL  # the dataset's name as data spells it
+    assert shipped_model("cifar10") is None  # none ships: the notebooks train one
+    assert shipped_model("fashion-mnist", "no-such-purpose") is None
+    with pytest.raises(ValueError, match="unknown dataset 'imagenet'"):
+        shipped_model("imagenet")

@@ -242,8 +242,9 @@ def test_mnist_reads_torchvision_layout(tmp_path):
     assert x.min() < 0 < x.max()  # normalised, not raw pixels
 
 
-def _write_cifar(folder: Path, n_classes: int) -> dict[str, str]:
-    """Write tiny CIFAR pickles like the official ones; returns each file's MD5."""
+def _write_cifar(folder: Path, n_classes: int, n: int = 12, n_test: int = 12) -> dict[str, str]:
+    """Write tiny CIFAR pickles like the official ones, `n` images in each training file and
+    `n_test` in the test file; returns each file's MD5."""
     folder.mkdir(parents=True)
     rng = np.random.default_rng(0)
     label_key = "labels" if n_classes == 10 else "fine_labels"
@@ -260,10 +261,10 @@ def _write_cifar(folder: Path, n_classes: int) -> dict[str, str]:
         else ["train", "test"]
     )
     for name in names:
-        n = 12
+        size = n_test if name.startswith("test") else n
         entry = {
-            "data": rng.integers(0, 256, (n, 3 * 32 * 32), dtype=np.uint8),
-            label_key: [i % n_classes for i in range(n)],
+            "data": rng.integers(0, 256, (size, 3 * 32 * 32), dtype=np.uint8),
+            label_key: [i % n_classes for i in range(size)],
         }
         (folder / name).write_bytes(pickle.dumps(entry))
     meta_name, meta_key = (
@@ -395,8 +396,9 @@ def test_every_dataset_entry_names_models_that_exist(name):
     from vitcourse.vit import PRESETS
 
     info = dataset_info(name)
-    assert info.vit_preset in PRESETS and info.train_preset in PRESETS
+    vits = [PRESETS[info.vit_preset], PRESETS[info.train_preset], PRESETS[info.hybrid_preset]]
     assert info.cnn_preset in CNN_PRESETS
-    for config in (PRESETS[info.vit_preset], PRESETS[info.train_preset]):
+    assert not vits[0].stem_channels and vits[2].stem_channels  # a pure ViT, and a hybrid
+    for config in vits:
         assert config.image_size == info.image_size and config.in_channels == info.channels
     assert len(info.mean) == len(info.std) == info.channels

@@ -22,11 +22,17 @@ import torch
 from torch import nn
 
 from vitcourse.cnn import CNNConfig, SmallCNN
+from vitcourse.data import dataset_info
 from vitcourse.vit import VisionTransformer, ViTConfig
 
 # Models trained by the command-line trainer and shipped with the course (the README says how).
 TRAINED_DIR = Path(__file__).resolve().parent.parent / "data" / "trained"
 TRAINED_MODEL = TRAINED_DIR / "course-28-7_fashion-mnist.pt"
+# Which shipped file serves which dataset and purpose ("course": the dataset's course ViT,
+# `vit_preset`, trained by the command-line trainer). A dataset without one gets None.
+SHIPPED_MODELS = {
+    ("fashion-mnist", "course"): TRAINED_MODEL.name,
+}
 
 # The architecture name a checkpoint stores -> (model class, config class).
 ARCHITECTURES: dict[str, tuple[type[nn.Module], type]] = {}
@@ -47,6 +53,13 @@ def register_architecture(model_class: type[nn.Module], config_class: type) -> t
 
 register_architecture(VisionTransformer, ViTConfig)
 register_architecture(SmallCNN, CNNConfig)
+
+
+def shipped_model(dataset: str, purpose: str = "course") -> Path | None:
+    """The trained model the course ships for `dataset` (its path), or None when it ships none:
+    then a notebook trains a small model itself."""
+    name = SHIPPED_MODELS.get((dataset_info(dataset).name, purpose))
+    return TRAINED_DIR / name if name and (TRAINED_DIR / name).exists() else None
 
 
 class CheckpointError(RuntimeError):

@@ -52,6 +52,7 @@ class DatasetInfo:
     # `vitcourse.cnn.CNN_PRESETS`); `vit.preset_for(name)` and `cnn.cnn_preset_for(name)` build them.
     vit_preset: str  # the pure ViT the notebooks build, train and look inside
     train_preset: str  # the command-line trainer's default ViT (for 28 x 28 images, a hybrid)
+    hybrid_preset: str  # a hybrid ViT (convolutional stem) for notebook 08's race
     cnn_preset: str  # the CNN notebook 08 races against the ViT
 
 
@@ -98,6 +99,7 @@ DATASETS: dict[str, DatasetInfo] = {
         archives=tuple(f"FashionMNIST/raw/{f}.gz" for f in _MNIST_FILES),
         vit_preset="course-28/7",
         train_preset="course-28/conv",
+        hybrid_preset="course-28/conv",
         cnn_preset="cnn-28",
     ),
     "mnist": DatasetInfo(
@@ -113,6 +115,7 @@ DATASETS: dict[str, DatasetInfo] = {
         archives=tuple(f"MNIST/raw/{f}.gz" for f in _MNIST_FILES),
         vit_preset="course-28/7",
         train_preset="course-28/conv",
+        hybrid_preset="course-28/conv",
         cnn_preset="cnn-28",
     ),
     "cifar10": DatasetInfo(
@@ -139,6 +142,7 @@ DATASETS: dict[str, DatasetInfo] = {
         archives=("cifar-10-python.tar.gz",),
         vit_preset="course-32/4",
         train_preset="course-32/4",
+        hybrid_preset="course-32/conv",
         cnn_preset="cnn-32",
     ),
     "cifar100": DatasetInfo(
@@ -154,6 +158,7 @@ DATASETS: dict[str, DatasetInfo] = {
         archives=("cifar-100-python.tar.gz",),
         vit_preset="course-32/4",
         train_preset="course-32/4",
+        hybrid_preset="course-32/conv",
         cnn_preset="cnn-32",
     ),
 }
