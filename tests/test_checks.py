@@ -378,3 +378,96 @@ def test_parameter_count_check():
         checks.check_parameter_count(lambda c: count_parameters(c) - (2 * c.depth + 1) * 2 * c.dim)
     with pytest.raises(AssertionError, match="count each piece"):
         checks.check_parameter_count(lambda c: 12345)
+
+
+# --- notebook 06: the training step ------------------------------------------------------------
+
+
+def _step(order: str, smoothing: bool = True):
+    """A learner's train_step, its lines in the order given ("zero backward clip step", ...)."""
+
+    def train_step(model, optimizer, images, labels, label_smoothing, grad_clip):
+        loss = F.cross_entropy(
+            model(images), labels, label_smoothing=label_smoothing if smoothing else 0.0
+        )
+        for part in order.split():
+            if part == "zero":
+                optimizer.zero_grad()
+            elif part == "backward":
+                loss.backward()
+            elif part == "clip":
+                nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+            elif part == "step":
+                optimizer.step()
+        return loss
+
+    return train_step
+
+
+def test_train_step_accepts_the_reference_and_a_learners_version(capsys):
+    from vitcourse.training import train_step
+
+    assert checks.check_train_step(train_step) is train_step
+    good = _step("zero backward clip step")
+    assert checks.check_train_step(good) is good
+    assert checks.check_train_step(open_exercise) is train_step
+    assert "not written yet" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "fn, hint",
+    [
+        (_step("backward clip step"), "gradients are never reset"),
+        (_step("zero backward clip"), "the weights never change"),
+        (_step("backward clip zero step"), "zero the gradients \\*before\\* backward"),
+        (_step("zero backward step"), "gradient norm is not clipped"),
+        (_step("zero backward clip step", smoothing=False), "label smoothing is missing"),
+    ],
+)
+def test_train_step_mistakes(fn, hint):
+    with pytest.raises(AssertionError, match=hint):
+        checks.check_train_step(fn)
+
+
+# --- notebook 07: attention rollout ------------------------------------------------------------
+
+
+def _rollout(combine="mean", residual=True, renormalise=True, new_on_left=True, layers=None):
+    def attention_rollout(maps):
+        L, B, h, T, _ = maps.shape
+        eye = torch.eye(T)
+        result = eye.expand(B, T, T)
+        for layer in maps if layers is None else maps[layers]:
+            a = layer.mean(dim=1) if combine == "mean" else layer.amax(dim=1)
+            if residual:
+                a = a + eye
+            if renormalise:
+                a = a / a.sum(dim=-1, keepdim=True)
+            result = a @ result if new_on_left else result @ a
+        return result
+
+    return attention_rollout
+
+
+def test_attention_rollout_check_accepts_good_answers():
+    from vitcourse.analysis import attention_rollout
+
+    assert checks.check_attention_rollout(attention_rollout) is attention_rollout
+    good = _rollout()
+    assert checks.check_attention_rollout(good) is good
+
+
+@pytest.mark.parametrize(
+    "fn, hint",
+    [
+        (_rollout(residual=False), "the residual path is missing"),
+        (_rollout(renormalise=False), "rows sum to 2"),
+        (_rollout(new_on_left=False), "multiplied in the wrong order"),
+        (_rollout(combine="max"), "by their mean"),
+        (_rollout(layers=slice(-1, None)), "only the last layer"),
+        (lambda maps: maps.mean(2), "one map per layer"),
+    ],
+)
+def test_attention_rollout_mistakes(fn, hint):
+    with pytest.raises(AssertionError, match=hint):
+        checks.check_attention_rollout(fn)

@@ -70,3 +70,17 @@ def test_live_plot_draws_attention_and_saves_png(tmp_path, tiny_vit, toy_loaders
     trainer.fit()
     assert (tmp_path / "attention.png").stat().st_size > 10_000
     assert live.val_acc_line.get_ydata()[-1] == trainer.history.epochs[-1]["val_acc"]
+
+
+def test_layer_columns_and_overlay():
+    from vitcourse.live import overlay, shown_layers
+
+    assert shown_layers(3) == [0, 1, 2]
+    assert shown_layers(6) == [0, 2, 3, 5]  # first, last, evenly between
+    assert shown_layers(12) == [0, 4, 7, 11]
+    m = torch.tensor([[0.0, 0.1], [0.2, 0.4]])
+    rgba = overlay(m)
+    assert rgba.shape == (2, 2, 4)
+    assert rgba[1, 1, 3] == pytest.approx(0.85) and rgba[0, 0, 3] == 0.0  # opacity follows it
+    assert rgba[0, 1, 3] == pytest.approx(0.85 / 4)
+    assert (rgba[..., :3] == rgba[0, 0, :3]).all()  # one colour everywhere

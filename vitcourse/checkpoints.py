@@ -28,10 +28,13 @@ from vitcourse.vit import VisionTransformer, ViTConfig
 # Models trained by the command-line trainer and shipped with the course (the README says how).
 TRAINED_DIR = Path(__file__).resolve().parent.parent / "data" / "trained"
 TRAINED_MODEL = TRAINED_DIR / "course-28-7_fashion-mnist.pt"
-# Which shipped file serves which dataset and purpose ("course": the dataset's course ViT,
-# `vit_preset`, trained by the command-line trainer). A dataset without one gets None.
+# Which shipped file serves which dataset and purpose. "course": the dataset's course ViT
+# (`vit_preset`), which notebook 06 evaluates and 08 races. "inside": a finer, deeper pure ViT
+# for notebook 07 to look inside (a 7 x 7 grid of 4 x 4-pixel patches, 6 blocks). A dataset
+# without one gets None, and the notebook trains a small model itself.
 SHIPPED_MODELS = {
     ("fashion-mnist", "course"): TRAINED_MODEL.name,
+    ("fashion-mnist", "inside"): "course-28-4-w64_fashion-mnist.pt",
 }
 
 # The architecture name a checkpoint stores -> (model class, config class).

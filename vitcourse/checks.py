@@ -1,6 +1,6 @@
 """Exercise checks: compare a learner's code with the reference and explain what went wrong.
 
-Used by the exercises in notebooks 01-05. This module holds the checks and their hints only; the
+Used by the exercises in notebooks 01-07. This module holds the checks and their hints only; the
 reference solutions live in their concept's module (`patching.patchify`, `embedding.embed_tokens`,
 `block.layer_norm`, `vit.count_parameters`, ...). Each check runs the learner's function (or module, with
 the reference's weights loaded into it) on seeded inputs and compares with `vitcourse`'s own
@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from vitcourse import attention, block, embedding, patching, vit
+from vitcourse import analysis, attention, block, embedding, patching, training, vit
 from vitcourse.block import layer_norm
 from vitcourse.embedding import embed_tokens
 from vitcourse.vit import count_parameters
@@ -611,4 +611,150 @@ def check_parameter_count(fn: Callable) -> Callable:
             "per block two LayerNorms, qkv (D*3D + 3D), proj (D*D + D), the MLP, then the final "
             "LayerNorm and the head.",
         )
+    return _passed(name, fn)
+
+
+# --- notebook 06: training ----------------------------------------------------------------------
+
+
+def _training_setup():
+    """A tiny seeded model, its optimizer and two batches whose gradients exceed the clip norm."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(12, 16), nn.GELU(), nn.Linear(16, 3))
+    _randomized(model).train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=0.05, weight_decay=0.05)
+    batches = [(_seeded(8, 1, 3, 4, seed=s) * 3, torch.arange(8) % 3) for s in (1, 2)]
+    return model, optimizer, batches
+
+
+def _run_steps(step: Callable, label_smoothing: float = 0.1, grad_clip: float = 1.0):
+    """Two steps with `step`; the losses and the final weights."""
+    model, optimizer, batches = _training_setup()
+    losses = [step(model, optimizer, x, y, label_smoothing, grad_clip) for x, y in batches]
+    return losses, torch.cat([p.detach().flatten() for p in model.parameters()])
+
+
+def check_train_step(fn: Callable) -> Callable:
+    """Check `fn(model, optimizer, images, labels, label_smoothing, grad_clip) -> loss`: one
+    optimisation step, as `vitcourse.training.train_step` takes it."""
+    name = "train_step"
+    try:
+        losses, weights = _run_steps(lambda *args: _call(fn, *args))
+    except _Open:
+        return _still_open(name, training.train_step)
+    expected_losses, expected = _run_steps(training.train_step)
+    if not all(isinstance(loss, torch.Tensor) and loss.numel() == 1 for loss in losses):
+        _fail(name, "it should return the batch's loss, a tensor with one number")
+
+    def without(zero=True, clip=True, update=True, smoothing=True):
+        def step(model, optimizer, x, y, label_smoothing, grad_clip):
+            loss = F.cross_entropy(model(x), y, label_smoothing=label_smoothing if smoothing else 0)
+            if zero:
+                optimizer.zero_grad()
+            loss.backward()
+            if clip:
+                nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+            if update:
+                optimizer.step()
+            return loss
+
+        return _run_steps(step)[1]
+
+    mistakes = [
+        (
+            "the gradients are never reset, so the second step also adds the first batch's: call "
+            "optimizer.zero_grad() before loss.backward().",
+            lambda: without(zero=False),
+        ),
+        (
+            "the weights never change: call optimizer.step() after loss.backward() (and the "
+            "clipping), and zero the gradients *before* backward(), not between it and step().",
+            lambda: without(update=False),
+        ),
+        (
+            "the gradient norm is not clipped: call nn.utils.clip_grad_norm_(model.parameters(), "
+            "grad_clip) after backward() and before step().",
+            lambda: without(clip=False),
+        ),
+        (
+            "label smoothing is missing: F.cross_entropy(logits, labels, "
+            "label_smoothing=label_smoothing).",
+            lambda: without(smoothing=False),
+        ),
+    ]
+    # The weights first: a wrong step shows there, and then changes the second batch's loss too.
+    _compare(
+        name + " (the weights after two steps)",
+        weights,
+        expected,
+        mistakes,
+        generic="forward, loss, zero_grad, backward, clip, step, in that order.",
+    )
+    _compare(
+        name + " (the returned losses)",
+        torch.stack([loss.detach().reshape(()) for loss in losses]),
+        torch.stack(expected_losses),
+        generic="return the batch's loss: the cross-entropy of model(images) against labels.",
+    )
+    return _passed(name, fn)
+
+
+# --- notebook 07: inside a trained ViT -----------------------------------------------------------
+
+
+def check_attention_rollout(fn: Callable) -> Callable:
+    """Check `fn(maps (layers, B, heads, T, T)) -> (B, T, T)`: attention rollout."""
+    name = "attention_rollout"
+    scores = _seeded(3, 2, 2, 5, 5) * 2
+    maps = scores.softmax(-1)  # (L=3, B=2, h=2, T=5, T=5), rows sum to 1
+    try:
+        got = _call(fn, maps.clone())
+    except _Open:
+        return _still_open(name, analysis.attention_rollout)
+    eye = torch.eye(5)
+
+    def roll(combine=lambda m: m.mean(1), residual=True, renormalise=True, order="new @ old"):
+        out = eye.expand(2, 5, 5)
+        for layer in maps:
+            a = combine(layer) + (eye if residual else 0)
+            if renormalise:
+                a = a / a.sum(-1, keepdim=True)
+            out = a @ out if order == "new @ old" else out @ a
+        return out
+
+    mistakes = [
+        (
+            "the residual path is missing: add the identity to each layer's attention (each token "
+            "also keeps itself), then renormalise the rows.",
+            lambda: roll(residual=False),
+        ),
+        (
+            "after adding the identity, the rows sum to 2: divide each row by its sum again.",
+            lambda: roll(renormalise=False),
+        ),
+        (
+            "the layers are multiplied in the wrong order: each layer reads what the layers below "
+            "mixed, so rollout = a @ rollout, the new layer on the left.",
+            lambda: roll(order="old @ new"),
+        ),
+        (
+            "combine the heads by their mean (layer.mean(dim=1)), not their maximum.",
+            lambda: roll(combine=lambda m: m.max(1).values),
+        ),
+        (
+            "that is only the last layer's attention: rollout multiplies every layer's together.",
+            lambda: (maps[-1].mean(1) + eye) / (maps[-1].mean(1) + eye).sum(-1, keepdim=True),
+        ),
+    ]
+    _compare(
+        name,
+        got,
+        analysis.attention_rollout(maps),
+        mistakes,
+        shape_hints={
+            (3, 2, 5, 5): "that is one map per layer: multiply the layers together into one "
+            "(B, T, T) map.",
+            (2, 2, 5, 5): "average the heads (dim 1 of each layer's (B, h, T, T)) first.",
+        },
+    )
     return _passed(name, fn)

@@ -84,7 +84,7 @@ def sincos_2d_position_embedding(grid_size: int, dim: int) -> torch.Tensor:
     """Fixed 2-D sine-cosine position embeddings, (N, D) for a grid_size x grid_size grid.
 
     Half the channels encode the row and half the column; each half is sines and cosines of the
-    position at frequencies from 1 down to 1/10000, as in "Attention Is All You Need" (MAE's recipe).
+    position at frequencies from 1 down towards 1/10000, as in "Attention Is All You Need" (MAE's recipe).
     """
     if dim % 4:
         raise ValueError(f"sin-cos position embeddings need dim divisible by 4, got {dim}")

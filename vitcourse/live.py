@@ -4,8 +4,11 @@ Introduced in notebook 06. `LivePlot` is a training callback. It draws one figur
 through an IPython display handle, and then changes the figure's artists in place and updates that
 one display, throttled to every few seconds: the notebook keeps a single image however long the
 run, instead of one per update. The attention panels follow a fixed set of validation images: the
-cls token's attention over the patch grid for each head of the last layer, the mean over heads of
-every layer, and the rollout through all layers (`vitcourse.analysis.attention_rollout`).
+rollout through all layers (`vitcourse.analysis.attention_rollout`), the cls token's attention over
+the patch grid for each head of the last layer, and the mean over heads of up to four layers (the
+first, the last and evenly between). Each map is laid over its image in one warm colour whose
+opacity follows the attention, so the image stays visible where the model does not look, and every
+map fills the same square whatever the grid size.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import time
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import numpy as np
 import torch
 
 from vitcourse.analysis import attention_rollout
@@ -109,8 +113,9 @@ class LivePlot(Callback):
         panels = cls_attention(model, self.images)
         B, h = panels["heads"].shape[:2]
         L = panels["layers"].shape[1]
-        columns = 2 + h + L  # picture, rollout, heads of the last layer, mean of every layer
-        fig = plt.figure(figsize=(1.3 * columns, 2.6 + 1.3 * B))
+        self.layers = shown_layers(L)
+        columns = 2 + h + len(self.layers)  # picture, rollout, last layer's heads, some layers
+        fig = plt.figure(figsize=(1.6 * columns, 3.0 + 1.6 * B))
         grid = fig.add_gridspec(B + 2, columns, height_ratios=[2.2, 0.15] + [1] * B)
         self.loss_ax = fig.add_subplot(grid[0, : columns // 2])
         self.acc_ax = fig.add_subplot(grid[0, columns // 2 :])
@@ -129,7 +134,7 @@ class LivePlot(Callback):
         titles = (
             ["image", "rollout"]
             + [f"last, head {i}" for i in range(h)]
-            + [f"layer {i + 1}" for i in range(L)]
+            + [f"layer {i + 1}" for i in self.layers]
         )
         self.maps = []
         extent = (0, 1, 1, 0)
@@ -147,15 +152,8 @@ class LivePlot(Callback):
                     extent=extent,
                 )
                 if c > 0:
-                    row.append(
-                        ax.imshow(
-                            torch.zeros(2, 2).numpy(),
-                            cmap="inferno",
-                            alpha=0.65,
-                            extent=extent,
-                            interpolation="nearest",
-                        )
-                    )
+                    blank = overlay(torch.zeros(2, 2))
+                    row.append(ax.imshow(blank, extent=extent, interpolation="nearest"))
             self.maps.append(row)
         fig.tight_layout()
         plt.close(fig)  # shown through the display handle only, never again by the inline backend
@@ -180,13 +178,32 @@ class LivePlot(Callback):
             ax.autoscale_view()
         panels = cls_attention(trainer.model, self.images)
         for b, row in enumerate(self.maps):
-            maps = [panels["rollout"][b], *panels["heads"][b], *panels["layers"][b]]
+            layers = [panels["layers"][b, i] for i in self.layers]
+            maps = [panels["rollout"][b], *panels["heads"][b], *layers]
             for artist, m in zip(row, maps, strict=True):
-                artist.set_data(m.numpy())
-                artist.set_clim(0, max(m.max().item(), 1e-6))  # each map to its own scale
+                artist.set_data(overlay(m))
         self.updates += 1
         if self.handle is not None:
             self.handle.update(self.fig)
+
+
+def shown_layers(depth: int, most: int = 4) -> list[int]:
+    """Which layers get a column: all of them up to `most`, else the first, the last and evenly
+    spaced ones between (0-based)."""
+    if depth <= most:
+        return list(range(depth))
+    return sorted({round(i * (depth - 1) / (most - 1)) for i in range(most)})
+
+
+def overlay(attention: torch.Tensor, colour=(1.0, 0.35, 0.0)) -> np.ndarray:
+    """A (g, g) attention map as an RGBA image (g, g, 4): one warm colour, opaque where the map
+    is at its largest and transparent where it is zero, each map scaled to its own maximum."""
+    m = attention.detach().float().cpu()
+    m = (m / m.max().clamp(min=1e-12)).numpy()
+    rgba = np.empty((*m.shape, 4))
+    rgba[..., :3] = colour
+    rgba[..., 3] = 0.85 * m
+    return rgba
 
 
 def _in_notebook() -> bool:

@@ -81,6 +81,26 @@ def make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.AdamW:
     return torch.optim.AdamW(groups, lr=config.lr)
 
 
+def train_step(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    images: torch.Tensor,
+    labels: torch.Tensor,
+    label_smoothing: float = 0.0,
+    grad_clip: float = 0.0,
+) -> torch.Tensor:
+    """One step of training on a batch (notebook 06's exercise): forward, loss, gradients,
+    clipping, update. Returns the batch's loss."""
+    logits = model(images)  # (B, C, H, W) -> (B, classes)
+    loss = F.cross_entropy(logits, labels, label_smoothing=label_smoothing)
+    optimizer.zero_grad(set_to_none=True)  # forget the last step's gradients first
+    loss.backward()
+    if grad_clip:
+        nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    optimizer.step()
+    return loss.detach()
+
+
 @torch.no_grad()
 def evaluate(
     model: nn.Module, loader, device: torch.device | None = None, num_classes: int | None = None
@@ -206,13 +226,10 @@ class Trainer:
             for group in self.optimizer.param_groups:
                 group["lr"] = learning_rate(self.progress(), self.config)
             images, labels = images.to(self.device), labels.to(self.device)
-            logits = self.model(images)
-            loss = F.cross_entropy(logits, labels, label_smoothing=self.config.label_smoothing)
-            self.optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            if self.config.grad_clip:
-                nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
-            self.optimizer.step()
+            c = self.config
+            loss = train_step(
+                self.model, self.optimizer, images, labels, c.label_smoothing, c.grad_clip
+            )
             self.step, self.batch = self.step + 1, self.batch + 1
             self.history.step_losses.append(loss.item())
             self._count_time()  # callbacks see `elapsed` up to date, this step included

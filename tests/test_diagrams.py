@@ -1,0 +1,74 @@
+"""vitcourse.diagrams: the shapes the figures print are the model's own."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from vitcourse.diagrams import (  # noqa: E402
+    architecture_figure,
+    attention_shapes_figure,
+    norm_placement_figure,
+)
+from vitcourse.vit import PRESETS, VisionTransformer, preset_for  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+def texts(fig) -> list[str]:
+    return [t.get_text() for ax in fig.axes for t in ax.texts] + [ax.get_title() for ax in fig.axes]
+
+
+@pytest.mark.parametrize("dataset", ["fashion-mnist", "cifar100"])
+def test_architecture_figure_shows_the_models_shapes(dataset):
+    config = preset_for(dataset)
+    model = VisionTransformer(config).eval()
+    images = torch.zeros(1, config.in_channels, config.image_size, config.image_size)
+    with torch.no_grad():
+        tokens = model.embed(images)  # (1, T, D)
+        patches = model.patch_embed(images)  # (1, N, D)
+        logits = model(images)
+    drawn = "\n".join(texts(architecture_figure(config)))
+    P, C = config.patch_size, config.in_channels
+    assert f"{patches.shape[1]} × {P * P * C}" in drawn  # the patches
+    assert f"{patches.shape[1]} × {patches.shape[2]}" in drawn  # the patch embedding
+    assert f"{tokens.shape[1]} × {tokens.shape[2]}" in drawn  # + cls + positions, and the blocks
+    assert f"{config.depth} × block" in drawn
+    assert f"\n{logits.shape[1]}\n" in f"\n{drawn}\n"  # the head's class scores
+    assert "conv stem" not in drawn
+
+
+def test_architecture_figure_of_a_hybrid_and_with_an_image():
+    config = PRESETS["course-28/conv"]
+    drawn = "\n".join(texts(architecture_figure(config)))
+    assert "conv stem" in drawn and "→ 64 × 4 × 4" in drawn and "16 × 64" in drawn
+    fig = architecture_figure(preset_for("fashion-mnist"), torch.rand(1, 28, 28))
+    insets = [child for ax in fig.axes for child in ax.child_axes]
+    assert any(inset.images for inset in insets)  # the image is drawn, with its patch grid
+
+
+def test_attention_shapes_figure():
+    drawn = "\n".join(texts(attention_shapes_figure(17, 128, 4)))
+    for shape in ("17 × 128", "17 × 384", "3 × 4 × 17 × 32", "each 4 × 17 × 32", "4 × 17 × 17"):
+        assert shape in drawn, shape
+    assert "d = 32" in drawn
+    with pytest.raises(ValueError, match="dim 10 is not divisible by heads 4"):
+        attention_shapes_figure(5, 10, 4)
+
+
+def test_norm_placement_figure_puts_the_norms_where_they_belong():
+    fig = norm_placement_figure()
+    pre, post = (
+        [t.get_text() for t in ax.texts if t.get_text() in {"LayerNorm", "attention", "MLP", "+"}]
+        for ax in fig.axes
+    )
+    assert pre == ["LayerNorm", "attention", "+", "LayerNorm", "MLP", "+"]  # norm before each
+    assert post == ["attention", "+", "LayerNorm", "MLP", "+", "LayerNorm"]  # norm after each
+    assert all(len(ax.lines) == 2 for ax in fig.axes)  # two residual paths in each block
