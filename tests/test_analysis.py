@@ -155,3 +155,17 @@ def test_attention_distance_of_a_hybrid_counts_stem_cells_in_pixels():
     distance = mean_attention_distance(maps_from(weights), g, config.token_pixels)
     share_moving = (g - 1) / g  # the last column has no right neighbour
     assert distance.item() == pytest.approx(8 * share_moving)
+
+
+def test_equivariance_error_tells_a_convolution_from_a_position_pattern():
+    from vitcourse.analysis import equivariance_error
+
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d(1, 3, 3, padding=1)
+    image = torch.rand(1, 1, 12, 16)
+    with torch.no_grad():
+        assert equivariance_error(conv, image, shift=3, border=4) < 1e-6  # a convolution
+        pattern = torch.randn(1, 3, 12, 16)
+        assert equivariance_error(lambda x: conv(x) + pattern, image, 3, 4) > 0.1  # positions
+    with pytest.raises(ValueError, match="border must be between 1 and 7, got 8"):
+        equivariance_error(conv, image, 3, 8)

@@ -471,3 +471,43 @@ def test_attention_rollout_check_accepts_good_answers():
 def test_attention_rollout_mistakes(fn, hint):
     with pytest.raises(AssertionError, match=hint):
         checks.check_attention_rollout(fn)
+
+
+# --- notebook 08: translation equivariance -----------------------------------------------------
+
+
+def _equivariance(shift_features=True, dims=-1, border=True, relative=True):
+    def equivariance_error(features, image, shift, border_columns):
+        a = features(image)
+        if shift_features:
+            a = torch.roll(a, shift, dims=dims)
+        b = features(torch.roll(image, shift, dims=dims))
+        if border:
+            a, b = a[..., border_columns:-border_columns], b[..., border_columns:-border_columns]
+        error = (a - b).norm()
+        return (error / a.norm() if relative else error).item()
+
+    return equivariance_error
+
+
+def test_equivariance_check_accepts_good_answers():
+    from vitcourse.analysis import equivariance_error
+
+    assert checks.check_equivariance_error(equivariance_error) is equivariance_error
+    good = _equivariance()
+    assert checks.check_equivariance_error(good) is good
+
+
+@pytest.mark.parametrize(
+    "fn, hint",
+    [
+        (_equivariance(shift_features=False), "shift the features too"),
+        (_equivariance(dims=-2), "shift along the width"),
+        (_equivariance(border=False), "leave out `border` columns"),
+        (_equivariance(relative=False), "make it relative"),
+        (lambda f, x, s, b: "small", "should return one number"),
+    ],
+)
+def test_equivariance_mistakes(fn, hint):
+    with pytest.raises(AssertionError, match=hint):
+        checks.check_equivariance_error(fn)

@@ -9,9 +9,13 @@
 - `position_embedding_similarity`: the learned position embeddings, compared on the grid
   (Figure 7, centre).
 - `patch_embedding_filters`: principal components of the patch-embedding filters (Figure 7, left).
+- `equivariance_error` (notebook 08): how far a layer is from translation equivariance, the
+  built-in assumption of a convolution that a ViT lacks.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import torch
 
@@ -90,3 +94,22 @@ def patch_embedding_filters(model, k: int = 16) -> torch.Tensor:
     flat = flat - flat.mean(dim=0, keepdim=True)  # principal components of the centred filters
     _, _, vh = torch.linalg.svd(flat, full_matrices=False)  # rows of vh: components, by variance
     return vh[:k].reshape(k, C, P, P)
+
+
+def equivariance_error(
+    features: Callable[[torch.Tensor], torch.Tensor], image: torch.Tensor, shift: int, border: int
+) -> float:
+    """How far `features` is from translation equivariance on `image` (B, C, H, W).
+
+    Shift the image `shift` pixels to the right and compute its features, then compute the
+    features first and shift *them*: for an equivariant layer (a convolution) the two agree. The
+    difference is measured away from `border` columns at each side, where `torch.roll` wraps
+    pixels round, relative to the size of the features. `features` must keep the image's width.
+    """
+    if border < 1 or 2 * border >= image.shape[-1]:
+        raise ValueError(f"border must be between 1 and {image.shape[-1] // 2 - 1}, got {border}")
+    then_shift = torch.roll(features(image), shifts=shift, dims=-1)  # features, then shift
+    shift_first = features(torch.roll(image, shifts=shift, dims=-1))  # shift, then features
+    inner = (..., slice(border, -border))  # columns away from the wrapped-round edges
+    difference = (then_shift - shift_first)[inner].norm() / then_shift[inner].norm()
+    return difference.item()

@@ -1,6 +1,6 @@
 """Exercise checks: compare a learner's code with the reference and explain what went wrong.
 
-Used by the exercises in notebooks 01-07. This module holds the checks and their hints only; the
+Used by the exercises in notebooks 01-08. This module holds the checks and their hints only; the
 reference solutions live in their concept's module (`patching.patchify`, `embedding.embed_tokens`,
 `block.layer_norm`, `vit.count_parameters`, ...). Each check runs the learner's function (or module, with
 the reference's weights loaded into it) on seeded inputs and compares with `vitcourse`'s own
@@ -757,4 +757,69 @@ def check_attention_rollout(fn: Callable) -> Callable:
             (2, 2, 5, 5): "average the heads (dim 1 of each layer's (B, h, T, T)) first.",
         },
     )
+    return _passed(name, fn)
+
+
+# --- notebook 08: ViT vs CNN --------------------------------------------------------------------
+
+
+def check_equivariance_error(fn: Callable) -> Callable:
+    """Check `fn(features, image, shift, border) -> float`: a layer's distance from translation
+    equivariance, as `vitcourse.analysis.equivariance_error` measures it."""
+    name = "equivariance_error"
+    torch.manual_seed(0)
+    conv = _randomized(nn.Conv2d(1, 4, 3, padding=1))
+    where = _seeded(1, 4, 10, 12, seed=5)  # a fixed pattern by position: not equivariant at all
+
+    def features(x):
+        return conv(x) + where
+
+    image = _seeded(1, 1, 10, 12, seed=6)
+    with torch.no_grad():
+        try:
+            got = _call(fn, features, image.clone(), 3, 2)
+        except _Open:
+            return _still_open(name, analysis.equivariance_error)
+        if isinstance(got, torch.Tensor) and got.numel() == 1:
+            got = got.item()
+        if not isinstance(got, float | int):
+            _fail(name, f"it should return one number, got {type(got).__name__}")
+        expected = analysis.equivariance_error(features, image, 3, 2)
+        f_then_s = torch.roll(features(image), 3, dims=-1)
+        s_then_f = features(torch.roll(image, 3, dims=-1))
+
+        def relative(a, b, inner=(..., slice(2, -2))):
+            return ((a - b)[inner].norm() / a[inner].norm()).reshape(1)
+
+        mistakes = [
+            (
+                "shift the features too: compare features(shifted image) with the features of "
+                "the image, shifted afterwards (torch.roll(features(image), shift, dims=-1)).",
+                lambda: relative(features(image), s_then_f),
+            ),
+            (
+                "shift along the width, the last axis (dims=-1), not the height.",
+                lambda: relative(
+                    torch.roll(features(image), 3, dims=-2),
+                    features(torch.roll(image, 3, dims=-2)),
+                ),
+            ),
+            (
+                "leave out `border` columns at each side: torch.roll wraps pixels round, and the "
+                "wrapped edge is not a real shift.",
+                lambda: relative(f_then_s, s_then_f, inner=(...,)),
+            ),
+            (
+                "make it relative: divide the difference's norm by the norm of the features.",
+                lambda: (f_then_s - s_then_f)[..., 2:-2].norm().reshape(1),
+            ),
+        ]
+        _compare(
+            name,
+            torch.tensor([float(got)]),
+            torch.tensor([expected]),
+            mistakes,
+            generic="norm of (shifted features - features of the shifted image), away from the "
+            "border, divided by the norm of the shifted features.",
+        )
     return _passed(name, fn)
