@@ -150,3 +150,20 @@ def test_shipped_model_by_dataset():
     assert shipped_model("fashion-mnist", "no-such-purpose") is None
     with pytest.raises(ValueError, match="unknown dataset 'imagenet'"):
         shipped_model("imagenet")
+
+
+def test_the_shipped_inside_model_has_room_to_look_inside():
+    """Notebook 07's model: a pure ViT with at least a 7 x 7 grid and 6 blocks, above 90%."""
+    path = shipped_model("fashion-mnist", "inside")
+    info = load_checkpoint(path)
+    model = load_model(path)
+    c = model.config
+    assert c.grid_size >= 7 and c.depth >= 6 and not c.stem_channels
+    assert info["test_acc"] >= 0.90 and info["command"].startswith("python -m vitcourse.train")
+    assert len(info["epochs"]) > 1  # its history travels with it
+    test = load_dataset("fashion-mnist", train=False)
+    images = torch.stack([test[i][0] for i in range(1000)])
+    labels = torch.tensor([test[i][1] for i in range(1000)])
+    with torch.no_grad():
+        accuracy = (model(images).argmax(-1) == labels).float().mean().item()
+    assert abs(accuracy - info["test_acc"]) < 0.03
