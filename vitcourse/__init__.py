@@ -19,6 +19,7 @@ Each module is one concept, introduced by one notebook (Dosovitskiy et al., "An 
     train               the command-line trainer, python -m vitcourse.train
     analysis            notebooks 06-07: attention rollout, attention distance, Figure 7
     cnn                 notebook 08: a small CNN, to race the ViT
+    diagrams            notebooks 03-05: the model drawn from its config, with its shapes
 
 Imports flow one way, from the bottom up (a test checks there is no cycle): environment, then
 data, then the model pieces (patching, embedding, attention, block, then vit and cnn), then
