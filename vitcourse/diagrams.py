@@ -44,18 +44,8 @@ def _box(ax, x: float, y: float, w: float, h: float, lines: list[str], kind: str
         ax.text(x, y - 0.1 * h, below, ha="center", va="center", fontsize=7.5, linespacing=1.3)
 
 
-def _arrow(ax, start: tuple[float, float], end: tuple[float, float], text: str = "") -> None:
+def _arrow(ax, start: tuple[float, float], end: tuple[float, float]) -> None:
     ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=12, color="#333333"))
-    if text:
-        ax.text(
-            (start[0] + end[0]) / 2,
-            (start[1] + end[1]) / 2 + 0.18,
-            text,
-            ha="center",
-            va="bottom",
-            fontsize=7.5,
-            color="#333333",
-        )
 
 
 def _chain(
