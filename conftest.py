@@ -3,14 +3,22 @@
 Quick mode is set here, before nbmake starts any kernel: the kernels inherit this process's
 environment, so every notebook runs with small data and few steps. Run
 `VITCOURSE_QUICK=0 pytest notebooks/` to execute the notebooks in full mode instead.
+The checks' progress file goes to a temporary folder.
 
 Every notebook nbmake executes is marked `slow`, so `pytest -m "not slow"` is the quick loop."""
 
 import os
+import tempfile
+from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("VITCOURSE_QUICK", "1")
+# The checks record each exercise's result for `vitcourse.checks.progress()`; the tests' results
+# go to a file of their own, not to the learner's ~/.vitcourse/progress.json.
+os.environ.setdefault(
+    "VITCOURSE_PROGRESS", str(Path(tempfile.mkdtemp(prefix="vitcourse-tests-")) / "progress.json")
+)
 
 
 def pytest_collection_modifyitems(items):

@@ -65,3 +65,47 @@ def test_explorers_are_backed_by_a_direct_call(path):
         assert "_figure(" in earlier, (
             f"{path.name}: no direct call of the explorer's figure function"
         )
+
+
+RACE = ROOT / "data" / "trained" / "race_fashion-mnist.json"
+
+
+def _race_results():
+    return {(r["model"], r["fraction"]): r for r in json.loads(RACE.read_text())["results"]}
+
+
+def test_notebook_08s_text_quotes_the_shipped_race():
+    """Section 4 of notebook 08 and the README describe the race the notebook loads: each test
+    accuracy and pass count in their tables is the shipped file's."""
+    nb = json.loads((ROOT / "notebooks" / "08_vit_vs_cnn.ipynb").read_text())
+    text = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    readme = (ROOT / "README.md").read_text()
+    results = _race_results()
+    assert set(results) == {("ViT", 1.0), ("CNN", 1.0), ("ViT", 0.1), ("CNN", 0.1), ("hybrid", 1.0)}
+    for r in results.values():
+        quoted = (
+            f"{100 * r['test_acc']:.2f}% ({r['epochs']:.{0 if r['epochs'] > 10 else 1}f} passes)"
+        )
+        assert quoted in text, f"notebook 08 does not quote {r['model']} {r['fraction']}: {quoted}"
+        assert quoted in readme, f"the README does not quote {r['model']} {r['fraction']}: {quoted}"
+
+
+@pytest.mark.slow  # starts a kernel
+def test_notebook_08_loads_the_shipped_race_in_full_mode(tmp_path, monkeypatch):
+    """The classroom path: full mode, RACE_LIVE = False, loads the shipped race and trains nothing."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(ROOT / "notebooks" / "08_vit_vs_cnn.ipynb", as_version=4)
+    monkeypatch.setenv("VITCOURSE_QUICK", "0")  # the kernel inherits it
+    NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+    printed = "".join(
+        o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs
+    )
+    assert "Loaded our run (2.5 minutes a model" in printed
+    assert "training images" not in printed  # no race was run
+    for r in _race_results().values():
+        assert f"{100 * r['test_acc']:>8.2f}%" in printed
+    assert not (tmp_path / "runs").exists()

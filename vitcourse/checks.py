@@ -8,12 +8,25 @@ version. On success it returns the learner's object, so the notebook goes on wit
 wrong answer it raises an AssertionError whose hint names the likely mistake: each check knows
 the classic ones, recomputes them, and recognises a matching output. If the exercise still raises
 `NotImplementedError`, it says so and returns the reference, so the rest of the notebook runs.
+
+`EXERCISES` lists the course's exercises (name, notebook, check). Each check records its latest
+result per exercise (`progress_file()`), so `progress()` in any notebook lists what you have
+passed (`exercise_results()` returns it); `grade(name, learner)` runs a check quietly for the class grader (`vitcourse.grade`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import io
+import json
 import math
+import os
+import time
+import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -129,9 +142,118 @@ def _run_with_reference_weights(name: str, build: Callable, reference: nn.Module
         return _call(learner, x.clone())
 
 
+# --- the course's exercises: a registry, the learner's progress, grading ------------------------
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One exercise: the name the learner defines (and the check rebinds), its notebook, its check."""
+
+    name: str  # e.g. "patchify" or "MultiHeadSelfAttention"
+    notebook: str  # the notebook's file name without ".ipynb", e.g. "01_patches"
+    check: Callable  # the check itself, without recording progress (what `grade` calls)
+
+
+EXERCISES: dict[str, Exercise] = {}  # filled by @_exercise below, in the course's order
+
+
+def progress_file() -> Path:
+    """Where the checks record each exercise's latest result: `$VITCOURSE_PROGRESS`, or
+    `~/.vitcourse/progress.json`."""
+    return Path(
+        os.environ.get("VITCOURSE_PROGRESS") or Path.home() / ".vitcourse" / "progress.json"
+    )
+
+
+def _read_progress() -> dict:
+    try:
+        return json.loads(progress_file().read_text())
+    except (OSError, ValueError):  # no file yet, or one we cannot read: start afresh
+        return {}
+
+
+def _record(name: str, status: str) -> None:
+    """Note an exercise's result for `progress()`; a notebook never fails for want of a file."""
+    try:
+        path = progress_file()
+        results = _read_progress()
+        results[name] = {"status": status, "time": time.strftime("%Y-%m-%d %H:%M:%S")}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(path.name + ".partial")
+        partial.write_text(json.dumps(results, indent=1))
+        os.replace(partial, path)  # atomic: a reader sees the old file or the new one
+    except OSError:
+        pass
+
+
+def _exercise(name: str, notebook: str):
+    """Register a check as exercise `name` of `notebook`; the notebooks' check cells call the
+    returned function, which also records the result for `progress()`."""
+
+    def register(check: Callable) -> Callable:
+        @functools.wraps(check)
+        def check_and_record(learner):
+            try:
+                result = check(learner)
+            except AssertionError:
+                _record(name, "wrong")
+                raise
+            except Exception:
+                _record(name, "error")
+                raise
+            _record(name, "passed" if result is learner else "not attempted")
+            return result
+
+        EXERCISES[name] = Exercise(name, notebook, check)
+        return check_and_record
+
+    return register
+
+
+def grade(name: str, learner) -> tuple[str, str]:
+    """Run exercise `name`'s check on the learner's definition, quietly.
+
+    Returns (status, hint): status is "passed", "wrong" (the hint is the check's message, naming
+    the likely mistake), "not attempted" (it still raises NotImplementedError) or "error" (the
+    learner's code raised something else; the hint says what). Used by `vitcourse.grade`.
+    """
+    if name not in EXERCISES:
+        raise KeyError(f"no exercise named {name!r}; the exercises are {', '.join(EXERCISES)}")
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            result = EXERCISES[name].check(learner)
+    except AssertionError as e:
+        return "wrong", str(e)
+    except Exception as e:  # noqa: BLE001 - the learner's code may raise anything
+        return "error", "".join(traceback.format_exception_only(type(e), e)).strip()
+    return ("passed", "") if result is learner else ("not attempted", "")
+
+
+def exercise_results() -> dict[str, str]:
+    """{exercise: the latest result of its check here}; "not run yet" where it never ran."""
+    recorded = _read_progress()
+    return {name: recorded.get(name, {}).get("status", "not run yet") for name in EXERCISES}
+
+
+def progress() -> None:
+    """Print which exercises of the course you have passed, from the checks you ran in any
+    notebook (each check records its latest result in `progress_file()`)."""
+    results = exercise_results()
+    marks = {"passed": "✓", "wrong": "✗", "error": "✗"}
+    notebook = None
+    for name, status in results.items():
+        if EXERCISES[name].notebook != notebook:
+            notebook = EXERCISES[name].notebook
+            print(notebook)
+        print(f"  {marks.get(status, '·')} {name}: {status}")
+    passed = sum(status == "passed" for status in results.values())
+    print(f"{passed} of {len(results)} exercises passed (recorded in {progress_file()})")
+
+
 # --- notebook 01: patches ----------------------------------------------------------------------
 
 
+@_exercise("patchify", "01_patches")
 def check_patchify(fn: Callable) -> Callable:
     """Check `fn(images, patch_size) -> (B, N, P*P*C)`."""
     name = "patchify"
@@ -173,6 +295,7 @@ def check_patchify(fn: Callable) -> Callable:
     return _passed(name, fn)
 
 
+@_exercise("unpatchify", "01_patches")
 def check_unpatchify(fn: Callable) -> Callable:
     """Check `fn(patches, patch_size, image_size=(H, W)) -> (B, C, H, W)`, patchify's inverse."""
     name = "unpatchify"
@@ -201,6 +324,7 @@ def check_unpatchify(fn: Callable) -> Callable:
 # --- notebook 02: embeddings -------------------------------------------------------------------
 
 
+@_exercise("PatchEmbedding", "02_embeddings")
 def check_patch_embedding(cls: type) -> type:
     """Check a PatchEmbedding class: `cls(image_size, patch_size, in_channels, dim)`, (B, C, H, W) -> (B, N, D)."""
     name = "PatchEmbedding"
@@ -239,6 +363,7 @@ def check_patch_embedding(cls: type) -> type:
     return _passed(name, cls)
 
 
+@_exercise("embed_tokens", "02_embeddings")
 def check_embed_tokens(fn: Callable) -> Callable:
     """Check `fn(patch_tokens (B, N, D), cls_token (1, 1, D), pos_embed (1, T, D)) -> (B, T, D)`."""
     name = "embed_tokens"
@@ -278,6 +403,7 @@ def check_embed_tokens(fn: Callable) -> Callable:
 # --- notebook 03: attention --------------------------------------------------------------------
 
 
+@_exercise("attention", "03_attention")
 def check_attention(fn: Callable) -> Callable:
     """Check `fn(q, k, v) -> (out, weights)` on (B, h, T, d) inputs."""
     name = "attention"
@@ -345,6 +471,7 @@ def check_attention(fn: Callable) -> Callable:
     return _passed(name, fn)
 
 
+@_exercise("MultiHeadSelfAttention", "03_attention")
 def check_multi_head_attention(cls: type) -> type:
     """Check a multi-head self-attention class: `cls(dim, num_heads)` with `qkv` and `proj`, (B, T, D) -> (B, T, D)."""
     name = "MultiHeadSelfAttention"
@@ -406,6 +533,7 @@ def check_multi_head_attention(cls: type) -> type:
 # --- notebook 04: the transformer block --------------------------------------------------------
 
 
+@_exercise("layer_norm", "04_transformer_block")
 def check_layer_norm(fn: Callable) -> Callable:
     """Check `fn(x, weight, bias, eps=1e-6)`: LayerNorm over the last axis, as F.layer_norm."""
     name = "layer_norm"
@@ -445,6 +573,7 @@ def check_layer_norm(fn: Callable) -> Callable:
     return _passed(name, fn)
 
 
+@_exercise("TransformerBlock", "04_transformer_block")
 def check_transformer_block(cls: type) -> type:
     """Check a pre-norm block: `cls(dim, num_heads, mlp_dim)` with norm1, attn, norm2, mlp."""
     name = "TransformerBlock"
@@ -515,6 +644,7 @@ _TINY = vit.ViTConfig(
 )
 
 
+@_exercise("ViT", "05_vision_transformer")
 def check_vision_transformer(cls: type) -> type:
     """Check a ViT class: `cls(config)` with the reference's submodules, images -> logits."""
     name = "VisionTransformer"
@@ -573,6 +703,7 @@ def check_vision_transformer(cls: type) -> type:
     return _passed(name, cls)
 
 
+@_exercise("count_parameters", "05_vision_transformer")
 def check_parameter_count(fn: Callable) -> Callable:
     """Check `fn(config) -> int`: a ViT's number of trainable parameters, from its sizes alone."""
     name = "count_parameters"
@@ -634,6 +765,7 @@ def _run_steps(step: Callable, label_smoothing: float = 0.1, grad_clip: float = 
     return losses, torch.cat([p.detach().flatten() for p in model.parameters()])
 
 
+@_exercise("train_step", "06_training")
 def check_train_step(fn: Callable) -> Callable:
     """Check `fn(model, optimizer, images, labels, label_smoothing, grad_clip) -> loss`: one
     optimisation step, as `vitcourse.training.train_step` takes it."""
@@ -702,6 +834,7 @@ def check_train_step(fn: Callable) -> Callable:
 # --- notebook 07: inside a trained ViT -----------------------------------------------------------
 
 
+@_exercise("attention_rollout", "07_inside_a_vit")
 def check_attention_rollout(fn: Callable) -> Callable:
     """Check `fn(maps (layers, B, heads, T, T)) -> (B, T, T)`: attention rollout."""
     name = "attention_rollout"
@@ -763,6 +896,7 @@ def check_attention_rollout(fn: Callable) -> Callable:
 # --- notebook 08: ViT vs CNN --------------------------------------------------------------------
 
 
+@_exercise("equivariance_error", "08_vit_vs_cnn")
 def check_equivariance_error(fn: Callable) -> Callable:
     """Check `fn(features, image, shift, border) -> float`: a layer's distance from translation
     equivariance, as `vitcourse.analysis.equivariance_error` measures it."""

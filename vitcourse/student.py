@@ -1,6 +1,7 @@
 """Student copies: the teacher's notebooks with every solution taken out.
 
     python -m vitcourse.student notebooks/ OUT/
+    python -m vitcourse.student notebooks/ SOURCE/ --nbgrader-source   # for nbgrader users
 
 In the committed (teacher's) notebooks each exercise's solution sits between the nbgrader-style
 markers `### BEGIN SOLUTION` and `### END SOLUTION`. A student copy replaces each such block with
@@ -8,12 +9,19 @@ markers `### BEGIN SOLUTION` and `### END SOLUTION`. A student copy replaces eac
 outputs. The check cell after each exercise sees the NotImplementedError, says the exercise is open
 and lends the reference, so a student copy still runs top to bottom. Copies are generated, never
 edited by hand.
+
+Each copy also carries nbgrader's cell metadata (schema version 3), so a teacher already on nbgrader
+can use them: an exercise's cell is a solution cell (`grade_id` = the exercise's name), its check
+cell a locked autograder test worth one point (`grade_id` = "check_" + the name). With
+`--nbgrader-source` the solutions stay in: the notebooks for nbgrader's `source/` folder, from
+which `nbgrader generate_assignment` makes its own release copies.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 
 BEGIN = "### BEGIN SOLUTION"
@@ -53,13 +61,32 @@ def strip_solutions(source: str, where: str, markdown: bool = False) -> tuple[st
     return "\n".join(out), blocks
 
 
-def student_notebook(notebook: dict, name: str) -> tuple[dict, int]:
-    """A student copy of one notebook (as loaded from JSON); returns (copy, exercises found)."""
+def nbgrader_metadata(source: str, has_solution: bool, index: int) -> dict | None:
+    """nbgrader's metadata for a cell of a teacher's notebook, or None for an ordinary cell."""
+    base = {"schema_version": 3, "task": False}
+    check = re.match(r"\s*(\w+) = check_\w+\(\1\)\s*$", source)
+    if check:  # an autograder test: locked, one point
+        grade_id = f"check_{check.group(1)}"
+        return {**base, "grade": True, "grade_id": grade_id, "locked": True, "points": 1,
+                "solution": False}  # fmt: skip
+    if has_solution:
+        defined = re.search(r"^(?:def|class)\s+(\w+)", source, flags=re.M)
+        grade_id = defined.group(1) if defined else f"answer_{index}"
+        return {**base, "grade": False, "grade_id": grade_id, "locked": False, "solution": True}
+    return None
+
+
+def student_notebook(notebook: dict, name: str, keep_solutions: bool = False) -> tuple[dict, int]:
+    """A student copy of one notebook (as loaded from JSON); returns (copy, exercises found).
+
+    `keep_solutions`: only add nbgrader's metadata and clear outputs (nbgrader's source version).
+    """
     copy = json.loads(json.dumps(notebook))  # a deep copy; the teacher's stays untouched
     exercises = 0
     for index, cell in enumerate(copy["cells"]):
         source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
         where = f"{name}, cell {index}"
+        original = source
         if cell["cell_type"] == "code":
             source, blocks = strip_solutions(source, where)
             cell["outputs"], cell["execution_count"] = [], None
@@ -67,14 +94,22 @@ def student_notebook(notebook: dict, name: str) -> tuple[dict, int]:
             source, blocks = strip_solutions(source, where, markdown=True)
         else:
             blocks = 0
-        cell["source"] = source
+        metadata = nbgrader_metadata(original, blocks > 0, index)
+        if metadata is not None:
+            if cell["cell_type"] == "markdown" and metadata["solution"]:  # a written answer
+                metadata.update(grade=True, points=1)
+            cell["metadata"]["nbgrader"] = metadata
+        cell["source"] = original if keep_solutions else source
         exercises += blocks
-    copy["metadata"].setdefault("vitcourse", {})["student_copy"] = True
+    copy["metadata"].setdefault("vitcourse", {})["student_copy"] = not keep_solutions
     return copy, exercises
 
 
-def make_student_copies(source_dir: str | Path, out_dir: str | Path) -> dict[Path, int]:
-    """Write a student copy of every notebook in `source_dir` to `out_dir`.
+def make_student_copies(
+    source_dir: str | Path, out_dir: str | Path, keep_solutions: bool = False
+) -> dict[Path, int]:
+    """Write a student copy of every notebook in `source_dir` to `out_dir`
+    (`keep_solutions`: nbgrader source versions instead).
 
     Returns {written path: exercises in it}. Every notebook is checked before any is written, so a
     bad marker leaves nothing half-done.
@@ -88,7 +123,10 @@ def make_student_copies(source_dir: str | Path, out_dir: str | Path) -> dict[Pat
             "the output folder must differ from the source: it would overwrite the "
             "teacher's notebooks"
         )
-    copies = {path: student_notebook(json.loads(path.read_text()), path.name) for path in notebooks}
+    copies = {
+        path: student_notebook(json.loads(path.read_text()), path.name, keep_solutions)
+        for path in notebooks
+    }
     out_dir.mkdir(parents=True, exist_ok=True)
     written = {}
     for path, (copy, exercises) in copies.items():
@@ -105,14 +143,20 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("source", help="folder of teacher notebooks, e.g. notebooks/")
     parser.add_argument("out", help="folder for the student copies")
+    parser.add_argument(
+        "--nbgrader-source",
+        action="store_true",
+        help="keep the solutions: nbgrader source versions (cell metadata added, outputs cleared)",
+    )
     args = parser.parse_args(argv)
     try:
-        written = make_student_copies(args.source, args.out)
+        written = make_student_copies(args.source, args.out, args.nbgrader_source)
     except (MarkerError, ValueError, FileNotFoundError) as e:
         parser.exit(2, f"error: {e}\n")
     for path, exercises in written.items():
         print(f"{path}: {exercises} exercise{'s' if exercises != 1 else ''}")
-    print(f"wrote {len(written)} student notebooks to {args.out}")
+    kind = "nbgrader source" if args.nbgrader_source else "student"
+    print(f"wrote {len(written)} {kind} notebooks to {args.out}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,65 @@
+"""How long `python -m vitcourse.grade` takes for a class: 30 submissions of one notebook.
+
+The class is written here from the teacher's notebook: a third hand in the reference answers, a
+third an untouched student copy, a third a classic mistake (patches cut by a plain reshape). Each
+submission runs in its own process and kernel, in quick mode, as the grader always does.
+
+    python benchmarks/grading.py                          # 30 students, notebook 01, --jobs 1 and 2
+    python benchmarks/grading.py --students 10 --jobs 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import re
+import tempfile
+import time
+from pathlib import Path
+
+from vitcourse.grade import Limits, grade_class
+from vitcourse.student import student_notebook
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+WRONG_PATCHIFY = """def patchify(images, patch_size):
+    B, C, H, W = images.shape
+    return images.reshape(B, -1, patch_size * patch_size * C)
+"""
+
+
+def write_class(root: Path, students: int, notebook: str = "01_patches") -> None:
+    teacher = json.loads((NOTEBOOKS / f"{notebook}.ipynb").read_text())
+    untouched, _ = student_notebook(teacher, notebook)
+    wrong = json.loads(json.dumps(teacher))
+    for cell in wrong["cells"]:
+        if re.search(r"^def patchify\b", "".join(cell["source"]), flags=re.M):
+            cell["source"] = WRONG_PATCHIFY
+    for n in range(students):
+        folder = root / f"student{n:02d}"
+        folder.mkdir(parents=True)
+        (folder / f"{notebook}.ipynb").write_text(json.dumps((teacher, untouched, wrong)[n % 3]))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--students", type=int, default=30)
+    parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        submissions = Path(tmp) / "submissions"
+        write_class(submissions, args.students)
+        for jobs in args.jobs:
+            start = time.perf_counter()
+            grades, _ = grade_class(submissions, Path(tmp) / f"out{jobs}", Limits(), jobs)
+            seconds = time.perf_counter() - start
+            counts = collections.Counter((g.exercise, g.status) for g in grades)
+            print(
+                f"{args.students} submissions of 01_patches, --jobs {jobs}: {seconds:.0f} s "
+                f"({seconds / args.students:.1f} s a submission); {dict(counts)}",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()

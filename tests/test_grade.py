@@ -1,0 +1,245 @@
+"""vitcourse.grade and the checks' registry: a class of realistic submissions, graded.
+
+The slow test writes a class the way a teacher collects one: the reference answers, an untouched
+student copy, classic wrong answers, an endless loop, a deleted check cell, a syntax error, and
+stray files; then it runs `python -m vitcourse.grade` on it and reads what came out.
+"""
+
+import csv
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from vitcourse import checks, grade, patching
+from vitcourse.student import student_notebook
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+
+
+def test_exercises_are_the_notebooks_check_cells():
+    """The registry names, for each notebook, the exercises its check cells bind, in order,
+    and each one's solution cell defines that name."""
+    found = {}
+    for path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")):
+        source = "\n".join("".join(c["source"]) for c in json.loads(path.read_text())["cells"])
+        bound = re.findall(r"^(\w+) = check_\w+\(\1\)", source, flags=re.M)
+        if bound:
+            found[path.stem] = bound
+        for name in bound:
+            assert re.search(rf"^(def|class) {name}\b", source, flags=re.M), (path.name, name)
+    assert grade.exercises_by_notebook() == found
+    assert len(checks.EXERCISES) == 13
+
+
+def wrong_patchify(images, patch_size):
+    B = images.shape[0]
+    return images.reshape(B, -1, patch_size * patch_size * images.shape[1])  # a plain reshape
+
+
+def open_patchify(images, patch_size):
+    raise NotImplementedError()
+
+
+def broken_patchify(images, patch_size):
+    return images.no_such_method()
+
+
+def test_grade_names_each_outcome():
+    assert checks.grade("patchify", patching.patchify) == ("passed", "")
+    status, hint = checks.grade("patchify", wrong_patchify)
+    assert status == "wrong" and "a plain reshape does not cut out squares" in hint
+    assert checks.grade("patchify", open_patchify) == ("not attempted", "")
+    status, hint = checks.grade("patchify", broken_patchify)
+    assert status == "error" and "AttributeError" in hint and "no_such_method" in hint
+    status, hint = checks.grade("patchify", None)  # nothing defined at all
+    assert status == "error" and "NoneType" in hint
+    with pytest.raises(KeyError, match="no exercise named 'patchifyy'"):
+        checks.grade("patchifyy", patching.patchify)
+
+
+def test_classes_pass_as_themselves():
+    """A check returns the learner's own object on success: a class exercise passes too."""
+    from vitcourse.attention import MultiHeadSelfAttention
+
+    assert checks.grade("MultiHeadSelfAttention", MultiHeadSelfAttention) == ("passed", "")
+
+
+def test_progress_lists_what_the_checks_recorded(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("VITCOURSE_PROGRESS", str(tmp_path / "progress.json"))
+    assert set(checks.exercise_results().values()) == {"not run yet"}
+    checks.check_patchify(patching.patchify)
+    checks.check_unpatchify(lambda *args: (_ for _ in ()).throw(NotImplementedError()))
+    with pytest.raises(AssertionError):
+        checks.check_embed_tokens(lambda *args: torch.zeros(1))
+    checks.progress()
+    results = checks.exercise_results()
+    assert results["patchify"] == "passed"
+    assert results["unpatchify"] == "not attempted"
+    assert results["embed_tokens"] == "wrong"
+    assert results["attention"] == "not run yet"
+    shown = capsys.readouterr().out
+    assert "✓ patchify: passed" in shown and "1 of 13 exercises passed" in shown
+    with pytest.raises(AssertionError):
+        checks.check_patchify(wrong_patchify)
+    assert checks.exercise_results()["patchify"] == "wrong"  # the latest result counts
+
+
+def test_progress_survives_a_damaged_file(tmp_path, monkeypatch):
+    path = tmp_path / "progress.json"
+    path.write_text("{not json")
+    monkeypatch.setenv("VITCOURSE_PROGRESS", str(path))
+    checks.check_patchify(patching.patchify)
+    assert checks.exercise_results()["patchify"] == "passed"
+
+
+def test_notebooks_are_matched_by_name_or_number():
+    assert grade.match_notebook("01_patches.ipynb") == "01_patches"
+    assert grade.match_notebook("01_patches (1).ipynb") == "01_patches"
+    assert grade.match_notebook("03-my-attention.ipynb") == "03_attention"
+    assert grade.match_notebook("00_welcome_and_data.ipynb") is None  # no exercises
+    assert grade.match_notebook("10_something.ipynb") is None
+    assert grade.match_notebook("012_x.ipynb") is None
+
+
+def test_find_submissions_reports_what_it_skips(tmp_path):
+    (tmp_path / "ada").mkdir()
+    (tmp_path / "ada" / "01_patches.ipynb").write_text("{}")
+    (tmp_path / "ada" / "01_patches (1).ipynb").write_text("{}")
+    (tmp_path / "ada" / "notes.txt").write_text("hello")
+    (tmp_path / "bob").mkdir()
+    (tmp_path / "bob" / "01_patches-Copy1.ipynb").write_text("{}")
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "stray.ipynb").write_text("{}")
+    found, skipped = grade.find_submissions(tmp_path)
+    assert [(s, n, p.name) for s, n, p in found] == [
+        ("ada", "01_patches", "01_patches.ipynb"),
+        ("bob", "01_patches", "01_patches-Copy1.ipynb"),
+    ]
+    assert any("01_patches (1).ipynb: a second copy" in s for s in skipped)
+    assert any("ada/notes.txt: not a course notebook" in s for s in skipped)
+    assert any(s.startswith("empty/: no course notebook") for s in skipped)
+    assert any(s.startswith("stray.ipynb: not a student folder") for s in skipped)
+    with pytest.raises(FileNotFoundError, match="expected a folder of student folders"):
+        grade.find_submissions(tmp_path / "missing")
+
+
+def test_summary_counts_and_common_mistakes():
+    rows = [
+        grade.Grade("ada", "01_patches", "patchify", "passed"),
+        grade.Grade("bob", "01_patches", "patchify", "wrong", "patchify is not right: x\nHint: A"),
+        grade.Grade("cy", "01_patches", "patchify", "wrong", "patchify is not right: y\nHint: A"),
+        grade.Grade("dee", "01_patches", "patchify", "timeout", "ran past"),
+    ]
+    text = grade.summarise(rows, ["x.txt: not a student folder"])
+    assert "| patchify | 01_patches | 1 of 4 | 2 | 0 | 0 | 1 |" in text
+    assert "- **patchify** (2 students): A" in text
+    assert "- x.txt: not a student folder" in text
+
+
+# --- a whole class, graded end to end ------------------------------------------------------
+
+
+def _cells(nb):
+    return nb["cells"]
+
+
+def _source(cell):
+    return cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+
+
+def _replace_definition(nb, name, code):
+    """The notebook with the cell defining `name` replaced by `code`."""
+    nb = json.loads(json.dumps(nb))
+    (cell,) = [c for c in _cells(nb) if re.search(rf"^def {name}\b", _source(c), flags=re.M)]
+    cell["source"] = code
+    return nb
+
+
+def _write(nb, path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(nb))
+
+
+@pytest.fixture(scope="module")
+def graded_class(tmp_path_factory):
+    teacher = json.loads((NOTEBOOKS / "01_patches.ipynb").read_text())
+    student, _ = student_notebook(teacher, "01_patches.ipynb")
+    root = tmp_path_factory.mktemp("class")
+    subs = root / "submissions"
+    _write(teacher, subs / "ada" / "01_patches.ipynb")  # the reference answers
+    _write(student, subs / "bob" / "01_patches.ipynb")  # untouched
+    wrong = "def patchify(images, patch_size):\n    B, C, H, W = images.shape\n"
+    wrong += "    return images.reshape(B, -1, patch_size * patch_size * C)\n"
+    _write(_replace_definition(teacher, "patchify", wrong), subs / "cy" / "01_patches.ipynb")
+    endless = "def patchify(images, patch_size):\n    while True:\n        pass\n"
+    _write(_replace_definition(teacher, "patchify", endless), subs / "dee" / "01_patches.ipynb")
+    # eve: deleted the check cells, and defined unpatchify twice, wrong then right, in a moved cell
+    eve = json.loads(json.dumps(teacher))
+    eve["cells"] = [c for c in _cells(eve) if "= check_" not in _source(c)]
+    right = [c for c in _cells(eve) if re.search(r"^def unpatchify", _source(c), flags=re.M)][0]
+    early = json.loads(json.dumps(right))
+    early["source"] = "def unpatchify(patches, patch_size, image_size):\n    return patches\n"
+    eve["cells"].insert(1, early)
+    _write(eve, subs / "eve" / "01_patches.ipynb")
+    syntax = "def patchify(images, patch_size:\n    return images\n"
+    _write(_replace_definition(student, "patchify", syntax), subs / "fay" / "01_patches.ipynb")
+    (subs / "fay" / "01_patches.ipynb").rename(subs / "fay" / "01_patches (1).ipynb")
+    (subs / "fay" / "notes.txt").write_text("I could not do it")
+    (subs / "README.txt").write_text("the class of 2026")
+    (subs / "gus").mkdir()
+    (subs / "gus" / "01_patches.ipynb").write_text("{ this is not a notebook")
+    sources = {p: p.read_bytes() for p in subs.rglob("*") if p.is_file()}
+    out = root / "out"
+    command = [sys.executable, "-m", "vitcourse.grade", str(subs), "--out", str(out)]
+    command += ["--timeout", "120", "--cell-timeout", "8", "--jobs", "2"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    after = {p: p.read_bytes() for p in subs.rglob("*") if p.is_file()}
+    assert after == sources, "the grader changed a submission"
+    with open(out / "grades.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    return {(r["student"], r["exercise"]): (r["status"], r["hint"]) for r in rows}, out, done
+
+
+@pytest.mark.slow
+def test_the_class_is_graded(graded_class):
+    grades, out, done = graded_class
+    status = {key: value[0] for key, value in grades.items()}
+    assert status[("ada", "patchify")] == status[("ada", "unpatchify")] == "passed"
+    assert status[("bob", "patchify")] == status[("bob", "unpatchify")] == "not attempted"
+    assert status[("cy", "patchify")] == "wrong"
+    assert "a plain reshape does not cut out squares" in grades[("cy", "patchify")][1]
+    assert status[("cy", "unpatchify")] == "passed"
+    assert status[("dee", "patchify")] == "timeout"
+    assert status[("dee", "unpatchify")] == "passed"  # the loop did not stop the rest
+    assert status[("eve", "patchify")] == status[("eve", "unpatchify")] == "passed"
+    assert status[("fay", "patchify")] == "error"
+    assert "SyntaxError" in grades[("fay", "patchify")][1]
+    assert status[("fay", "unpatchify")] == "not attempted"  # still graded
+    assert status[("gus", "patchify")] == "error"
+    assert "not a readable notebook" in grades[("gus", "patchify")][1]
+    assert len(grades) == 14  # 7 students x 2 exercises
+    assert "skipped README.txt: not a student folder" in done.stdout
+    assert "skipped fay/notes.txt: not a course notebook" in done.stdout
+
+
+@pytest.mark.slow
+def test_the_class_gets_feedback_and_a_summary(graded_class):
+    _, out, done = graded_class
+    feedback = (out / "feedback" / "cy.md").read_text()
+    assert "# Feedback for cy" in feedback and "1 of 2 exercises passed" in feedback
+    assert "✗ **patchify**: wrong" in feedback and "plain reshape" in feedback
+    summary = (out / "summary.md").read_text()
+    assert "| patchify | 01_patches | 2 of 7 | 1 | 1 | 2 | 1 |" in summary
+    assert "| unpatchify | 01_patches | 4 of 7 | 0 | 2 | 1 | 0 |" in summary
+    assert "**patchify** (1 student): a plain reshape does not cut out squares" in summary
+    assert "| patchify | 01_patches | 2 of 7" in done.stdout  # printed too
+    executed = json.loads((out / "executed" / "ada" / "01_patches.ipynb").read_text())
+    assert any(c.get("outputs") for c in executed["cells"])
+    assert not any("__vitcourse_defs__" in _source(c) for c in executed["cells"])
