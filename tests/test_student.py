@@ -1,7 +1,10 @@
 """vitcourse.student: student copies keep everything but the solutions, and refuse bad markers."""
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -146,3 +149,88 @@ def test_course_student_copies_hold_nothing_of_the_solutions(tmp_path, capsys):
         assert not re.search("BEGIN SOLUTION|END SOLUTION", text)
         exercises = json.dumps(teacher).count(BEGIN)
         assert text.count("raise NotImplementedError()") >= exercises
+
+
+def test_student_copies_carry_nbgrader_metadata(tmp_path):
+    """Each exercise's cell is an nbgrader solution cell named after the exercise; each check cell
+    a locked autograder test worth a point; nothing else is marked."""
+    from vitcourse.checks import EXERCISES
+
+    main([str(ROOT / "notebooks"), str(tmp_path)])
+    for path in sorted(tmp_path.glob("*.ipynb")):
+        names = [e.name for e in EXERCISES.values() if e.notebook == path.stem]
+        marked = [c["metadata"]["nbgrader"] for c in json.loads(path.read_text())["cells"]
+                  if "nbgrader" in c["metadata"]]  # fmt: skip
+        expected = []
+        for name in names:
+            expected += [
+                {"schema_version": 3, "task": False, "grade": False, "grade_id": name,
+                 "locked": False, "solution": True},
+                {"schema_version": 3, "task": False, "grade": True, "grade_id": f"check_{name}",
+                 "locked": True, "points": 1, "solution": False},
+            ]  # fmt: skip
+        assert marked == expected, path.name
+
+
+def test_nbgrader_source_versions_keep_the_solutions(tmp_path):
+    main([str(ROOT / "notebooks"), str(tmp_path), "--nbgrader-source"])
+    source = json.loads((tmp_path / "01_patches.ipynb").read_text())
+    text = json.dumps(source)
+    assert BEGIN in text and "# YOUR CODE HERE" not in text
+    assert not source["metadata"]["vitcourse"]["student_copy"]
+    assert all(c.get("outputs", []) == [] for c in source["cells"])
+    assert any(c["metadata"].get("nbgrader", {}).get("solution") for c in source["cells"])
+
+
+def _nbgrader_or_skip():
+    try:
+        import nbgrader  # noqa: F401
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail("nbgrader is missing: under CI, pip install -r requirements-teachers.txt")
+        pytest.skip("needs nbgrader: pip install -r requirements-teachers.txt")
+
+
+@pytest.mark.slow  # runs nbgrader in a subprocess
+def test_nbgrader_accepts_the_copies(tmp_path):
+    """nbgrader's own metadata validator accepts the student copies and the source versions, and
+    its generate_assignment, given our source version of notebook 01, releases a copy with the
+    same cells as our student copy."""
+    _nbgrader_or_skip()
+    from nbgrader.nbgraderformat import MetadataValidator, ValidationError, read
+
+    main([str(ROOT / "notebooks"), str(tmp_path / "student")])
+    main([str(ROOT / "notebooks"), str(tmp_path / "source" / "ps1"), "--nbgrader-source"])
+    validator = MetadataValidator()
+    for path in sorted(tmp_path.rglob("*.ipynb")):
+        validator.validate_nb(read(str(path), as_version=4))
+    broken = read(str(tmp_path / "student" / "01_patches.ipynb"), as_version=4)
+    next(c for c in broken.cells if c.metadata.get("nbgrader", {}).get("grade")).metadata[
+        "nbgrader"
+    ].pop("points")
+    with pytest.raises(ValidationError, match="does not have points"):
+        validator.validate_nb(broken)  # the validator can say no
+
+    for path in (tmp_path / "source" / "ps1").glob("*.ipynb"):
+        if path.name != "01_patches.ipynb":
+            path.unlink()
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nbgrader",
+            "generate_assignment",
+            "ps1",
+            f"--CourseDirectory.root={tmp_path}",
+        ],  # fmt: skip
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    released = json.loads((tmp_path / "release" / "ps1" / "01_patches.ipynb").read_text())
+    ours = json.loads((tmp_path / "student" / "01_patches.ipynb").read_text())
+    assert ["".join(c["source"]) for c in released["cells"]] == [
+        "".join(c["source"]) for c in ours["cells"]
+    ]
