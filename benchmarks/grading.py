@@ -5,7 +5,7 @@ third an untouched student copy, a third a classic mistake (patches cut by a pla
 submission runs in its own process and kernel, in quick mode, as the grader always does.
 
     python benchmarks/grading.py                          # 30 students, notebook 01, --jobs 1 and 2
-    python benchmarks/grading.py --students 10 --jobs 2
+    python benchmarks/grading.py --students 10 --jobs 2 --keep runs/grading   # keep the reports
 """
 
 from __future__ import annotations
@@ -45,8 +45,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=30)
     parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--keep", type=Path, help="write the class and the grades here to read")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as scratch:
+        tmp = args.keep or Path(scratch)
         submissions = Path(tmp) / "submissions"
         write_class(submissions, args.students)
         for jobs in args.jobs:

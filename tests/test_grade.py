@@ -37,6 +37,10 @@ def test_exercises_are_the_notebooks_check_cells():
     assert len(checks.EXERCISES) == 13
 
 
+def my_patchify(images, patch_size):  # a learner's right answer (not the reference object)
+    return patching.patchify(images, patch_size)
+
+
 def wrong_patchify(images, patch_size):
     B = images.shape[0]
     return images.reshape(B, -1, patch_size * patch_size * images.shape[1])  # a plain reshape
@@ -51,7 +55,9 @@ def broken_patchify(images, patch_size):
 
 
 def test_grade_names_each_outcome():
-    assert checks.grade("patchify", patching.patchify) == ("passed", "")
+    assert checks.grade("patchify", my_patchify) == ("passed", "")
+    status, hint = checks.grade("patchify", patching.patchify)  # lent by the check, or imported
+    assert status == "not attempted" and "the course's own solution" in hint
     status, hint = checks.grade("patchify", wrong_patchify)
     assert status == "wrong" and "a plain reshape does not cut out squares" in hint
     assert checks.grade("patchify", open_patchify) == ("not attempted", "")
@@ -67,13 +73,16 @@ def test_classes_pass_as_themselves():
     """A check returns the learner's own object on success: a class exercise passes too."""
     from vitcourse.attention import MultiHeadSelfAttention
 
-    assert checks.grade("MultiHeadSelfAttention", MultiHeadSelfAttention) == ("passed", "")
+    class Mine(MultiHeadSelfAttention):
+        pass
+
+    assert checks.grade("MultiHeadSelfAttention", Mine) == ("passed", "")
 
 
 def test_progress_lists_what_the_checks_recorded(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("VITCOURSE_PROGRESS", str(tmp_path / "progress.json"))
     assert set(checks.exercise_results().values()) == {"not run yet"}
-    checks.check_patchify(patching.patchify)
+    checks.check_patchify(my_patchify)
     checks.check_unpatchify(lambda *args: (_ for _ in ()).throw(NotImplementedError()))
     with pytest.raises(AssertionError):
         checks.check_embed_tokens(lambda *args: torch.zeros(1))
@@ -88,13 +97,19 @@ def test_progress_lists_what_the_checks_recorded(tmp_path, monkeypatch, capsys):
     with pytest.raises(AssertionError):
         checks.check_patchify(wrong_patchify)
     assert checks.exercise_results()["patchify"] == "wrong"  # the latest result counts
+    # Running a check cell again after it lent the reference is no pass.
+    assert checks.check_patchify(patching.patchify) is patching.patchify
+    assert checks.exercise_results()["patchify"] == "not attempted"
+    with pytest.raises(AssertionError, match="patchify is not written yet"):
+        checks.assert_written("patchify", patching.patchify)
+    checks.assert_written("patchify", my_patchify)
 
 
 def test_progress_survives_a_damaged_file(tmp_path, monkeypatch):
     path = tmp_path / "progress.json"
     path.write_text("{not json")
     monkeypatch.setenv("VITCOURSE_PROGRESS", str(path))
-    checks.check_patchify(patching.patchify)
+    checks.check_patchify(my_patchify)
     assert checks.exercise_results()["patchify"] == "passed"
 
 
@@ -108,23 +123,31 @@ def test_notebooks_are_matched_by_name_or_number():
 
 
 def test_find_submissions_reports_what_it_skips(tmp_path):
+    import os
+
     (tmp_path / "ada").mkdir()
     (tmp_path / "ada" / "01_patches.ipynb").write_text("{}")
     (tmp_path / "ada" / "01_patches (1).ipynb").write_text("{}")
+    os.utime(tmp_path / "ada" / "01_patches.ipynb", (1e9, 1e9))  # the older download
     (tmp_path / "ada" / "notes.txt").write_text("hello")
+    (tmp_path / "ada" / ".DS_Store").write_text("")
+    (tmp_path / "ada" / "__MACOSX").mkdir()
+    (tmp_path / "ada" / "__MACOSX" / "01_patches.ipynb").write_text("")
     (tmp_path / "bob").mkdir()
     (tmp_path / "bob" / "01_patches-Copy1.ipynb").write_text("{}")
     (tmp_path / "empty").mkdir()
     (tmp_path / "stray.ipynb").write_text("{}")
-    found, skipped = grade.find_submissions(tmp_path)
-    assert [(s, n, p.name) for s, n, p in found] == [
-        ("ada", "01_patches", "01_patches.ipynb"),
-        ("bob", "01_patches", "01_patches-Copy1.ipynb"),
+    students, skipped = grade.find_submissions(tmp_path)
+    assert {s: {n: p.name for n, p in h.items()} for s, h in students.items()} == {
+        "ada": {"01_patches": "01_patches (1).ipynb"},  # the newest copy
+        "bob": {"01_patches": "01_patches-Copy1.ipynb"},
+        "empty": {},
+    }
+    assert sorted(skipped) == [
+        "ada/01_patches.ipynb: an older copy of 01_patches; graded ada/01_patches (1).ipynb",
+        "ada/notes.txt: not a course notebook with exercises",
+        "stray.ipynb: not a student folder (expected SUBMISSIONS/<student>/)",
     ]
-    assert any("01_patches (1).ipynb: a second copy" in s for s in skipped)
-    assert any("ada/notes.txt: not a course notebook" in s for s in skipped)
-    assert any(s.startswith("empty/: no course notebook") for s in skipped)
-    assert any(s.startswith("stray.ipynb: not a student folder") for s in skipped)
     with pytest.raises(FileNotFoundError, match="expected a folder of student folders"):
         grade.find_submissions(tmp_path / "missing")
 
@@ -192,13 +215,23 @@ def graded_class(tmp_path_factory):
     (subs / "fay" / "01_patches.ipynb").rename(subs / "fay" / "01_patches (1).ipynb")
     (subs / "fay" / "notes.txt").write_text("I could not do it")
     (subs / "README.txt").write_text("the class of 2026")
+    merged = json.loads(json.dumps(student))  # the exercise cell and its check cell in one
+    cells = _cells(merged)
+    i = next(i for i, c in enumerate(cells) if re.search(r"^def patchify", _source(c), flags=re.M))
+    cells[i]["source"] = _source(cells[i]) + "\npatchify = check_patchify(patchify)\n"
+    _write(merged, subs / "jo" / "01_patches.ipynb")
+    dies = json.loads(json.dumps(teacher))  # the kernel stops after both exercises are defined
+    dies["cells"].append({"cell_type": "code", "metadata": {}, "execution_count": None,
+                          "outputs": [], "source": "import os\nos._exit(1)"})  # fmt: skip
+    _write(dies, subs / "ivy" / "01_patches.ipynb")
+    (subs / "hal").mkdir()  # handed in nothing
     (subs / "gus").mkdir()
     (subs / "gus" / "01_patches.ipynb").write_text("{ this is not a notebook")
     sources = {p: p.read_bytes() for p in subs.rglob("*") if p.is_file()}
     out = root / "out"
-    command = [sys.executable, "-m", "vitcourse.grade", str(subs), "--out", str(out)]
+    command = [sys.executable, "-m", "vitcourse.grade", "submissions", "--out", "out"]  # relative
     command += ["--timeout", "120", "--cell-timeout", "8", "--jobs", "2"]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     after = {p: p.read_bytes() for p in subs.rglob("*") if p.is_file()}
     assert after == sources, "the grader changed a submission"
@@ -224,7 +257,12 @@ def test_the_class_is_graded(graded_class):
     assert status[("fay", "unpatchify")] == "not attempted"  # still graded
     assert status[("gus", "patchify")] == "error"
     assert "not a readable notebook" in grades[("gus", "patchify")][1]
-    assert len(grades) == 14  # 7 students x 2 exercises
+    assert status[("jo", "patchify")] == "not attempted"  # the reference the check lent
+    assert "the course's own solution" in grades[("jo", "patchify")][1]
+    assert status[("ivy", "patchify")] == status[("ivy", "unpatchify")] == "error"
+    assert "the kernel stopped in cell" in grades[("ivy", "patchify")][1]
+    assert grades[("hal", "patchify")] == ("not attempted", "not handed in")
+    assert len(grades) == 20  # 10 students x 2 exercises
     assert "skipped README.txt: not a student folder" in done.stdout
     assert "skipped fay/notes.txt: not a course notebook" in done.stdout
 
@@ -234,12 +272,24 @@ def test_the_class_gets_feedback_and_a_summary(graded_class):
     _, out, done = graded_class
     feedback = (out / "feedback" / "cy.md").read_text()
     assert "# Feedback for cy" in feedback and "1 of 2 exercises passed" in feedback
-    assert "✗ **patchify**: wrong" in feedback and "plain reshape" in feedback
+    assert "✗ **patchify**: wrong" in feedback
+    assert "the values are not. Hint: a plain reshape does not cut out squares" in feedback
     summary = (out / "summary.md").read_text()
-    assert "| patchify | 01_patches | 2 of 7 | 1 | 1 | 2 | 1 |" in summary
-    assert "| unpatchify | 01_patches | 4 of 7 | 0 | 2 | 1 | 0 |" in summary
+    assert "| patchify | 01_patches | 2 of 10 | 1 | 3 | 3 | 1 |" in summary
+    assert "| unpatchify | 01_patches | 4 of 10 | 0 | 4 | 2 | 0 |" in summary
     assert "**patchify** (1 student): a plain reshape does not cut out squares" in summary
-    assert "| patchify | 01_patches | 2 of 7" in done.stdout  # printed too
+    assert "| patchify | 01_patches | 2 of 10" in done.stdout  # printed too
+    nothing = (out / "feedback" / "hal.md").read_text()
+    assert "0 of 2 exercises passed" in nothing and "not handed in" in nothing
     executed = json.loads((out / "executed" / "ada" / "01_patches.ipynb").read_text())
     assert any(c.get("outputs") for c in executed["cells"])
     assert not any("__vitcourse_defs__" in _source(c) for c in executed["cells"])
+
+
+@pytest.mark.parametrize("name", list(checks.EXERCISES))
+def test_each_reference_passes_its_own_check(name):
+    """The registry's reference is the solution its check compares with: the raw check accepts
+    it, while `grade` and the notebook's check cell treat it as not the learner's work."""
+    exercise = checks.EXERCISES[name]
+    assert exercise.check(exercise.reference) is exercise.reference
+    assert checks.grade(name, exercise.reference)[0] == "not attempted"

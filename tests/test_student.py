@@ -234,3 +234,36 @@ def test_nbgrader_accepts_the_copies(tmp_path):
     assert ["".join(c["source"]) for c in released["cells"]] == [
         "".join(c["source"]) for c in ours["cells"]
     ]
+
+    # nbgrader's autograder: the solved copy scores both points, the untouched copy none (the
+    # hidden tests fail where the check lent the course's solution).
+    teacher = json.loads((ROOT / "notebooks" / "01_patches.ipynb").read_text())
+    solved = json.loads(json.dumps(released))
+    for mine, answer in zip(solved["cells"], teacher["cells"], strict=True):
+        if mine["metadata"].get("nbgrader", {}).get("solution"):
+            mine["source"] = answer["source"]
+    for student, nb in (("ada", solved), ("bob", released)):
+        folder = tmp_path / "submitted" / student / "ps1"
+        folder.mkdir(parents=True)
+        (folder / "01_patches.ipynb").write_text(json.dumps(nb))
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nbgrader",
+            "autograde",
+            "ps1",
+            "--create",
+            f"--CourseDirectory.root={tmp_path}",
+        ],  # fmt: skip
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as gradebook:
+        scores = {s: gradebook.find_submission("ps1", s).score for s in ("ada", "bob")}
+    assert scores == {"ada": 2, "bob": 0}

@@ -152,6 +152,7 @@ class Exercise:
     name: str  # e.g. "patchify" or "MultiHeadSelfAttention"
     notebook: str  # the notebook's file name without ".ipynb", e.g. "01_patches"
     check: Callable  # the check itself, without recording progress (what `grade` calls)
+    reference: object  # the course's solution, which the check lends while the exercise is open
 
 
 EXERCISES: dict[str, Exercise] = {}  # filled by @_exercise below, in the course's order
@@ -186,13 +187,22 @@ def _record(name: str, status: str) -> None:
         pass
 
 
-def _exercise(name: str, notebook: str):
+def _exercise(name: str, notebook: str, reference):
     """Register a check as exercise `name` of `notebook`; the notebooks' check cells call the
-    returned function, which also records the result for `progress()`."""
+    returned function, which also records the result for `progress()`. The course's own solution
+    (`reference`, lent while the exercise is open) is never the learner's work: running the check
+    cell again after it was lent does not count as a pass."""
 
     def register(check: Callable) -> Callable:
         @functools.wraps(check)
         def check_and_record(learner):
+            if learner is reference:
+                _record(name, "not attempted")
+                print(
+                    f"… {name}: this is the course's solution, which the check lent you, not "
+                    "yours. Run your exercise's cell again, then this one."
+                )
+                return reference
             try:
                 result = check(learner)
             except AssertionError:
@@ -204,7 +214,7 @@ def _exercise(name: str, notebook: str):
             _record(name, "passed" if result is learner else "not attempted")
             return result
 
-        EXERCISES[name] = Exercise(name, notebook, check)
+        EXERCISES[name] = Exercise(name, notebook, check, reference)
         return check_and_record
 
     return register
@@ -219,6 +229,8 @@ def grade(name: str, learner) -> tuple[str, str]:
     """
     if name not in EXERCISES:
         raise KeyError(f"no exercise named {name!r}; the exercises are {', '.join(EXERCISES)}")
+    if learner is EXERCISES[name].reference:
+        return "not attempted", f"{name} is the course's own solution (lent or imported), not yours"
     try:
         with contextlib.redirect_stdout(io.StringIO()):
             result = EXERCISES[name].check(learner)
@@ -227,6 +239,14 @@ def grade(name: str, learner) -> tuple[str, str]:
     except Exception as e:  # noqa: BLE001 - the learner's code may raise anything
         return "error", "".join(traceback.format_exception_only(type(e), e)).strip()
     return ("passed", "") if result is learner else ("not attempted", "")
+
+
+def assert_written(name: str, learner) -> None:
+    """Fail if the learner's `name` is still the course's solution that the check lent: for
+    nbgrader's hidden tests (`python -m vitcourse.student --nbgrader-source`), so that an open
+    exercise scores no point there."""
+    if learner is EXERCISES[name].reference:
+        raise AssertionError(f"{name} is not written yet: the course's solution stands in for it")
 
 
 def exercise_results() -> dict[str, str]:
@@ -253,7 +273,7 @@ def progress() -> None:
 # --- notebook 01: patches ----------------------------------------------------------------------
 
 
-@_exercise("patchify", "01_patches")
+@_exercise("patchify", "01_patches", patching.patchify)
 def check_patchify(fn: Callable) -> Callable:
     """Check `fn(images, patch_size) -> (B, N, P*P*C)`."""
     name = "patchify"
@@ -295,7 +315,7 @@ def check_patchify(fn: Callable) -> Callable:
     return _passed(name, fn)
 
 
-@_exercise("unpatchify", "01_patches")
+@_exercise("unpatchify", "01_patches", patching.unpatchify)
 def check_unpatchify(fn: Callable) -> Callable:
     """Check `fn(patches, patch_size, image_size=(H, W)) -> (B, C, H, W)`, patchify's inverse."""
     name = "unpatchify"
@@ -324,7 +344,7 @@ def check_unpatchify(fn: Callable) -> Callable:
 # --- notebook 02: embeddings -------------------------------------------------------------------
 
 
-@_exercise("PatchEmbedding", "02_embeddings")
+@_exercise("PatchEmbedding", "02_embeddings", embedding.PatchEmbedding)
 def check_patch_embedding(cls: type) -> type:
     """Check a PatchEmbedding class: `cls(image_size, patch_size, in_channels, dim)`, (B, C, H, W) -> (B, N, D)."""
     name = "PatchEmbedding"
@@ -363,7 +383,7 @@ def check_patch_embedding(cls: type) -> type:
     return _passed(name, cls)
 
 
-@_exercise("embed_tokens", "02_embeddings")
+@_exercise("embed_tokens", "02_embeddings", embed_tokens)
 def check_embed_tokens(fn: Callable) -> Callable:
     """Check `fn(patch_tokens (B, N, D), cls_token (1, 1, D), pos_embed (1, T, D)) -> (B, T, D)`."""
     name = "embed_tokens"
@@ -403,7 +423,7 @@ def check_embed_tokens(fn: Callable) -> Callable:
 # --- notebook 03: attention --------------------------------------------------------------------
 
 
-@_exercise("attention", "03_attention")
+@_exercise("attention", "03_attention", attention.scaled_dot_product_attention)
 def check_attention(fn: Callable) -> Callable:
     """Check `fn(q, k, v) -> (out, weights)` on (B, h, T, d) inputs."""
     name = "attention"
@@ -471,7 +491,7 @@ def check_attention(fn: Callable) -> Callable:
     return _passed(name, fn)
 
 
-@_exercise("MultiHeadSelfAttention", "03_attention")
+@_exercise("MultiHeadSelfAttention", "03_attention", attention.MultiHeadSelfAttention)
 def check_multi_head_attention(cls: type) -> type:
     """Check a multi-head self-attention class: `cls(dim, num_heads)` with `qkv` and `proj`, (B, T, D) -> (B, T, D)."""
     name = "MultiHeadSelfAttention"
@@ -533,7 +553,7 @@ def check_multi_head_attention(cls: type) -> type:
 # --- notebook 04: the transformer block --------------------------------------------------------
 
 
-@_exercise("layer_norm", "04_transformer_block")
+@_exercise("layer_norm", "04_transformer_block", layer_norm)
 def check_layer_norm(fn: Callable) -> Callable:
     """Check `fn(x, weight, bias, eps=1e-6)`: LayerNorm over the last axis, as F.layer_norm."""
     name = "layer_norm"
@@ -573,7 +593,7 @@ def check_layer_norm(fn: Callable) -> Callable:
     return _passed(name, fn)
 
 
-@_exercise("TransformerBlock", "04_transformer_block")
+@_exercise("TransformerBlock", "04_transformer_block", block.TransformerBlock)
 def check_transformer_block(cls: type) -> type:
     """Check a pre-norm block: `cls(dim, num_heads, mlp_dim)` with norm1, attn, norm2, mlp."""
     name = "TransformerBlock"
@@ -644,7 +664,7 @@ _TINY = vit.ViTConfig(
 )
 
 
-@_exercise("ViT", "05_vision_transformer")
+@_exercise("ViT", "05_vision_transformer", vit.VisionTransformer)
 def check_vision_transformer(cls: type) -> type:
     """Check a ViT class: `cls(config)` with the reference's submodules, images -> logits."""
     name = "VisionTransformer"
@@ -703,7 +723,7 @@ def check_vision_transformer(cls: type) -> type:
     return _passed(name, cls)
 
 
-@_exercise("count_parameters", "05_vision_transformer")
+@_exercise("count_parameters", "05_vision_transformer", count_parameters)
 def check_parameter_count(fn: Callable) -> Callable:
     """Check `fn(config) -> int`: a ViT's number of trainable parameters, from its sizes alone."""
     name = "count_parameters"
@@ -765,7 +785,7 @@ def _run_steps(step: Callable, label_smoothing: float = 0.1, grad_clip: float = 
     return losses, torch.cat([p.detach().flatten() for p in model.parameters()])
 
 
-@_exercise("train_step", "06_training")
+@_exercise("train_step", "06_training", training.train_step)
 def check_train_step(fn: Callable) -> Callable:
     """Check `fn(model, optimizer, images, labels, label_smoothing, grad_clip) -> loss`: one
     optimisation step, as `vitcourse.training.train_step` takes it."""
@@ -834,7 +854,7 @@ def check_train_step(fn: Callable) -> Callable:
 # --- notebook 07: inside a trained ViT -----------------------------------------------------------
 
 
-@_exercise("attention_rollout", "07_inside_a_vit")
+@_exercise("attention_rollout", "07_inside_a_vit", analysis.attention_rollout)
 def check_attention_rollout(fn: Callable) -> Callable:
     """Check `fn(maps (layers, B, heads, T, T)) -> (B, T, T)`: attention rollout."""
     name = "attention_rollout"
@@ -896,7 +916,7 @@ def check_attention_rollout(fn: Callable) -> Callable:
 # --- notebook 08: ViT vs CNN --------------------------------------------------------------------
 
 
-@_exercise("equivariance_error", "08_vit_vs_cnn")
+@_exercise("equivariance_error", "08_vit_vs_cnn", analysis.equivariance_error)
 def check_equivariance_error(fn: Callable) -> Callable:
     """Check `fn(features, image, shift, border) -> float`: a layer's distance from translation
     equivariance, as `vitcourse.analysis.equivariance_error` measures it."""

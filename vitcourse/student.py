@@ -14,7 +14,8 @@ Each copy also carries nbgrader's cell metadata (schema version 3), so a teacher
 can use them: an exercise's cell is a solution cell (`grade_id` = the exercise's name), its check
 cell a locked autograder test worth one point (`grade_id` = "check_" + the name). With
 `--nbgrader-source` the solutions stay in: the notebooks for nbgrader's `source/` folder, from
-which `nbgrader generate_assignment` makes its own release copies.
+which `nbgrader generate_assignment` makes its own release copies; their check cells carry a hidden
+test (`HIDDEN_TEST`) so that nbgrader's autograder gives no point for an exercise left open.
 """
 
 from __future__ import annotations
@@ -61,6 +62,15 @@ def strip_solutions(source: str, where: str, markdown: bool = False) -> tuple[st
     return "\n".join(out), blocks
 
 
+# In nbgrader's source versions, each check cell also holds a hidden test: nbgrader removes it
+# from the copies it releases and runs it when it autogrades, so that an open exercise (for which
+# the check lends the course's solution instead of failing) scores no point.
+HIDDEN_TEST = """### BEGIN HIDDEN TESTS
+from vitcourse.checks import assert_written
+assert_written({name!r}, {name})
+### END HIDDEN TESTS"""
+
+
 def nbgrader_metadata(source: str, has_solution: bool, index: int) -> dict | None:
     """nbgrader's metadata for a cell of a teacher's notebook, or None for an ordinary cell."""
     base = {"schema_version": 3, "task": False}
@@ -99,6 +109,12 @@ def student_notebook(notebook: dict, name: str, keep_solutions: bool = False) ->
             if cell["cell_type"] == "markdown" and metadata["solution"]:  # a written answer
                 metadata.update(grade=True, points=1)
             cell["metadata"]["nbgrader"] = metadata
+            if keep_solutions and metadata["grade"] and cell["cell_type"] == "code":
+                original = (
+                    original.rstrip("\n")
+                    + "\n"
+                    + HIDDEN_TEST.format(name=metadata["grade_id"].removeprefix("check_"))
+                )
         cell["source"] = original if keep_solutions else source
         exercises += blocks
     copy["metadata"].setdefault("vitcourse", {})["student_copy"] = not keep_solutions
