@@ -118,18 +118,31 @@ def test_explorer_renders_and_redraws(lab, page, name):
     url, work = lab
     page.goto(f"{url}/lab/tree/{name}?reset")
     panel = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
-    panel.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(timeout=120_000)
-    page.get_by_role("menuitem", name="Run", exact=True).click()
-    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+    # The kernel is ready when the status bar says so (a fresh environment's first kernel can take
+    # a minute to start: Python compiles every module it imports for the first time).
+    page.locator(".jp-StatusBar-Widget", has_text="Idle").first.wait_for(timeout=180_000)
+    panel.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(timeout=60_000)
     prompts = panel.locator(".jp-CodeCell .jp-InputPrompt")
     deadline = time.monotonic() + 600
+    clicked = 0
     while time.monotonic() < deadline:  # done when every prompt holds a number: [7]:
         texts = prompts.all_inner_texts()
         if texts and all(t.strip()[1:-2].isdigit() for t in texts):
             break
+        if all(t.strip() == "[ ]:" for t in texts) and clicked < 3:  # nothing started yet
+            panel.locator(".jp-Cell").first.click()  # the notebook has the focus
+            page.get_by_role("menuitem", name="Run", exact=True).click()
+            page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+            clicked += 1
+            time.sleep(20)  # give it time to start before asking again
         time.sleep(1)
     else:
-        pytest.fail(f"{name}: cells still running or never run after 10 minutes: {texts}")
+        shot = work.parent / f"{name}.png"
+        page.screenshot(path=str(shot))
+        pytest.fail(
+            f"{name}: cells still running or never run after 10 minutes ({clicked} clicks on "
+            f"Run All Cells): {texts}; screenshot {shot}"
+        )
 
     # The widgets rendered: the explorer's sliders are there, and no widget failed to display.
     explorer = panel.locator(".widget-interact").last
