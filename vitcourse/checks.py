@@ -9,9 +9,10 @@ wrong answer it raises an AssertionError whose hint names the likely mistake: ea
 the classic ones, recomputes them, and recognises a matching output. If the exercise still raises
 `NotImplementedError`, it says so and returns the reference, so the rest of the notebook runs.
 
-`EXERCISES` lists the course's exercises (name, notebook, check). Each check records its latest
-result per exercise (`progress_file()`), so `progress()` in any notebook lists what you have
-passed (`exercise_results()` returns it); `grade(name, learner)` runs a check quietly for the class grader (`vitcourse.grade`).
+`EXERCISES` lists the course's exercises (name, notebook, check, reference). Each check records
+its latest result per exercise (`progress_file()`), so `progress()` in any notebook lists what
+you have passed (`exercise_results()` returns it); `grade(name, learner)` runs a check quietly
+for the class grader (`vitcourse.grade`).
 """
 
 from __future__ import annotations
@@ -224,8 +225,9 @@ def grade(name: str, learner) -> tuple[str, str]:
     """Run exercise `name`'s check on the learner's definition, quietly.
 
     Returns (status, hint): status is "passed", "wrong" (the hint is the check's message, naming
-    the likely mistake), "not attempted" (it still raises NotImplementedError) or "error" (the
-    learner's code raised something else; the hint says what). Used by `vitcourse.grade`.
+    the likely mistake), "not attempted" (it still raises NotImplementedError, or it is the
+    course's own solution) or "error" (the learner's code raised something else; the hint says
+    what). Used by `vitcourse.grade`.
     """
     if name not in EXERCISES:
         raise KeyError(f"no exercise named {name!r}; the exercises are {', '.join(EXERCISES)}")
