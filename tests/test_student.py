@@ -191,6 +191,18 @@ def _nbgrader_or_skip():
         pytest.skip("needs nbgrader: pip install -r requirements-teachers.txt")
 
 
+def _nbgrader(course, *args):
+    """Run one nbgrader command on the course folder `course`; fail with its error output."""
+    done = subprocess.run(
+        [sys.executable, "-m", "nbgrader", *args, f"--CourseDirectory.root={course}"],
+        cwd=course,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
 @pytest.mark.slow  # runs nbgrader in a subprocess
 def test_nbgrader_accepts_the_copies(tmp_path):
     """nbgrader's own metadata validator accepts the student copies and the source versions, and
@@ -214,21 +226,7 @@ def test_nbgrader_accepts_the_copies(tmp_path):
     for path in (tmp_path / "source" / "ps1").glob("*.ipynb"):
         if path.name != "01_patches.ipynb":
             path.unlink()
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "nbgrader",
-            "generate_assignment",
-            "ps1",
-            f"--CourseDirectory.root={tmp_path}",
-        ],  # fmt: skip
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    _nbgrader(tmp_path, "generate_assignment", "ps1")
     released = json.loads((tmp_path / "release" / "ps1" / "01_patches.ipynb").read_text())
     ours = json.loads((tmp_path / "student" / "01_patches.ipynb").read_text())
     assert ["".join(c["source"]) for c in released["cells"]] == [
@@ -246,22 +244,7 @@ def test_nbgrader_accepts_the_copies(tmp_path):
         folder = tmp_path / "submitted" / student / "ps1"
         folder.mkdir(parents=True)
         (folder / "01_patches.ipynb").write_text(json.dumps(nb))
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "nbgrader",
-            "autograde",
-            "ps1",
-            "--create",
-            f"--CourseDirectory.root={tmp_path}",
-        ],  # fmt: skip
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    _nbgrader(tmp_path, "autograde", "ps1", "--create")
     from nbgrader.api import Gradebook
 
     with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as gradebook:
