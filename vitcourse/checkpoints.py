@@ -23,7 +23,7 @@ from torch import nn
 
 from vitcourse.cnn import CNNConfig, SmallCNN
 from vitcourse.data import dataset_info
-from vitcourse.vit import VisionTransformer, ViTConfig
+from vitcourse.vit import DistilledViT, VisionTransformer, ViTConfig
 
 # Models trained by the command-line trainer and shipped with the course (the README says how).
 TRAINED_DIR = Path(__file__).resolve().parent.parent / "data" / "trained"
@@ -56,6 +56,8 @@ def register_architecture(model_class: type[nn.Module], config_class: type) -> t
 
 register_architecture(VisionTransformer, ViTConfig)
 register_architecture(SmallCNN, CNNConfig)
+register_architecture(DistilledViT, ViTConfig)  # notebook 09's student of a CNN teacher
+# The masked autoencoder of notebook 09 registers itself in vitcourse.pretraining.
 
 
 def shipped_model(dataset: str, purpose: str = "course") -> Path | None:
@@ -117,8 +119,9 @@ def build_model(architecture: str, config: dict) -> nn.Module:
     """A new, untrained model of a registered architecture ("vit", "cnn", ...), from its config as
     a plain dict (as checkpoints store it)."""
     if architecture not in ARCHITECTURES:
+        hint = " (import vitcourse.pretraining first)" if architecture == "mae" else ""
         raise ValueError(
-            f"unknown architecture {architecture!r}: expected one of {list(ARCHITECTURES)}"
+            f"unknown architecture {architecture!r}: expected one of {list(ARCHITECTURES)}{hint}"
         )
     model_class, config_class = ARCHITECTURES[architecture]
     return model_class(config_class(**config))

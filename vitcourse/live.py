@@ -36,12 +36,15 @@ def cls_attention(model, images: torch.Tensor) -> dict[str, torch.Tensor]:
     maps = model.attention_maps(images.to(device)).float().cpu()  # (L, B, h, T, T)
     model.train(was_training)
     L, B, h, T, _ = maps.shape
-    g = round((T - 1) ** 0.5)
-    cls_row = maps[..., 0, 1:]  # what the cls token reads on each patch: (L, B, h, N)
+    first = getattr(
+        model, "num_prefix_tokens", 1
+    )  # the patches come after the cls (and dist) token
+    g = round((T - first) ** 0.5)
+    cls_row = maps[..., 0, first:]  # what the cls token reads on each patch: (L, B, h, N)
     return {
         "heads": cls_row[-1].reshape(B, h, g, g),
         "layers": cls_row.mean(dim=2).transpose(0, 1).reshape(B, L, g, g),
-        "rollout": attention_rollout(maps)[:, 0, 1:].reshape(B, g, g),
+        "rollout": attention_rollout(maps)[:, 0, first:].reshape(B, g, g),
     }
 
 

@@ -3,6 +3,8 @@
     python -m vitcourse.train --dataset fashion-mnist --minutes 10 --out runs/fashion
     python -m vitcourse.train --out runs/fashion --resume        # continue an interrupted run
     python -m vitcourse.train --model cnn --minutes 10 --fraction 0.1   # the CNN, 10% of the data
+    python -m vitcourse.train --init runs/mae/model.pt --fraction 0.01  # fine-tune a pre-trained ViT
+    python -m vitcourse.train --teacher runs/cnn/model.pt --minutes 10  # distil a CNN into a ViT
 
 Writes OUT/run.json (the data and model kind, which --resume reuses), OUT/checkpoint.pt (after
 every epoch and on Ctrl-C), OUT/metrics.json (per-epoch losses and accuracies, the final test
@@ -12,6 +14,11 @@ and attention maps of a few validation images) and OUT/model.pt (the trained mod
 (`train_preset` for the ViT, `cnn_preset` for --model cnn) unless --preset says otherwise. In quick
 mode (VITCOURSE_QUICK=1) the data shrinks to a small subset and the default length to one epoch;
 --epochs and --minutes are honoured as given.
+
+--init PATH starts from a trained or pre-trained ViT's weights (`python -m vitcourse.pretrain`
+writes one) with a new head for the dataset's classes; --freeze then trains the head alone (a
+linear probe). --teacher PATH trains a DeiT student (`vitcourse.vit.DistilledViT`) against the
+trained model in PATH (the course's CNN, say): `vitcourse.distillation`.
 """
 
 from __future__ import annotations
@@ -25,9 +32,16 @@ from pathlib import Path
 
 import torch
 
-from vitcourse.checkpoints import CheckpointError, build_model, load_checkpoint, save_model
+from vitcourse.checkpoints import (
+    CheckpointError,
+    build_model,
+    load_checkpoint,
+    load_model,
+    save_model,
+)
 from vitcourse.cnn import CNNConfig, cnn_preset_for
 from vitcourse.data import dataset_info, denormalize, make_loaders
+from vitcourse.distillation import DistillationTrainer
 from vitcourse.environment import quick_mode
 from vitcourse.live import LivePlot
 from vitcourse.training import (
@@ -105,6 +119,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=1.0,
         help="train on this share of the training images, e.g. 0.1 (default 1)",
     )
+    parser.add_argument(
+        "--val-size",
+        type=int,
+        default=5000,
+        help="training images held out for validation after every epoch (default 5000)",
+    )
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--lr", type=float, default=TrainConfig.lr)
     parser.add_argument("--weight-decay", type=float, default=TrainConfig.weight_decay)
@@ -115,11 +135,44 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", help="cpu, cuda, mps (default: picked automatically)")
+    start = parser.add_argument_group("pre-trained weights and teachers (notebook 09)")
+    start.add_argument(
+        "--init",
+        type=Path,
+        help="start from this ViT's weights (a model.pt from vitcourse.pretrain or train); its "
+        "sizes replace the preset's and its head is replaced by a new one",
+    )
+    start.add_argument(
+        "--freeze", action="store_true", help="with --init: train the new head only (linear probe)"
+    )
+    start.add_argument(
+        "--teacher",
+        type=Path,
+        help="distil from this trained model (a model.pt, e.g. the CNN's): DeiT's distillation token",
+    )
+    start.add_argument("--distillation", choices=["hard", "soft"], default="hard")
+    start.add_argument(
+        "--alpha", type=float, help="weight of the teacher's loss (DeiT: 0.5 hard, 0.1 soft)"
+    )
+    start.add_argument("--tau", type=float, help="soft distillation's temperature (DeiT: 3)")
     return parser.parse_args(argv)
 
 
 # What --resume takes from OUT/run.json, so an interrupted run continues on the same data.
-RUN_ARGS = ("dataset", "model", "fraction", "batch_size", "no_augment")
+RUN_ARGS = (
+    "dataset",
+    "model",
+    "fraction",
+    "val_size",
+    "batch_size",
+    "no_augment",
+    "init",
+    "freeze",
+    "teacher",
+    "distillation",
+    "alpha",
+    "tau",
+)
 VIT_ONLY = (
     "preset",
     "patch_size",
@@ -144,6 +197,8 @@ def build(args: argparse.Namespace) -> tuple[ViTConfig | CNNConfig, TrainConfig]
                 f"error: {', '.join(given)} set the ViT; --model cnn does not use them"
             )
         model_config = cnn_preset_for(info.name)
+    elif args.init and not args.resume:  # a resumed run's sizes come from its checkpoint
+        model_config = _init_config(args, info)
     else:
         changes = {n: getattr(args, n) for n in VIT_ONLY[1:] if getattr(args, n) is not None}
         try:
@@ -166,6 +221,65 @@ def build(args: argparse.Namespace) -> tuple[ViTConfig | CNNConfig, TrainConfig]
     return model_config, train_config
 
 
+def _check_combinations(args: argparse.Namespace) -> None:
+    """Refuse options that do not go together, saying why."""
+    if args.freeze and not args.init:
+        raise SystemExit("error: --freeze trains the head on top of --init's weights; give --init")
+    if args.model == "cnn" and (args.init or args.teacher):
+        raise SystemExit("error: --init and --teacher start a ViT; --model cnn does not use them")
+    if args.init and args.teacher:
+        raise SystemExit(
+            "error: --init and --teacher together are not supported: the distilled ViT has an "
+            "extra token the pre-trained one lacks"
+        )
+
+
+def _init_config(args: argparse.Namespace, info) -> ViTConfig:
+    """The config of the ViT in --init, with the dataset's classes; a clear error if it cannot
+    read the dataset's images or if sizes were asked for too."""
+    sizes = [f"--{n.replace('_', '-')}" for n in VIT_ONLY if getattr(args, n) is not None]
+    sizes = [flag for flag in sizes if flag not in ("--drop-path", "--pool")]
+    if sizes:
+        raise SystemExit(
+            f"error: --init {args.init} sets the model's sizes; drop {', '.join(sizes)}"
+        )
+    try:
+        state = load_checkpoint(args.init)
+    except CheckpointError as e:
+        raise SystemExit(f"error: --init: {e}") from None
+    if state.get("architecture", "vit") != "vit":
+        raise SystemExit(
+            f"error: --init expects a ViT's model file (from vitcourse.pretrain or train); "
+            f"{args.init} holds a {state['architecture']!r} model"
+        )
+    encoder = ViTConfig(**state["model_config"])
+    wanted = (info.channels, info.image_size, info.image_size)
+    found = (encoder.in_channels, encoder.image_size, encoder.image_size)
+    if wanted != found:
+        raise SystemExit(
+            f"error: --init {args.init} holds a ViT for {'x'.join(map(str, found))} images "
+            f"(channels x height x width); {info.name} has {'x'.join(map(str, wanted))} images"
+        )
+    changes = {"num_classes": len(info.classes)}
+    changes.update({n: getattr(args, n) for n in ("drop_path", "pool") if getattr(args, n)})
+    return dataclasses.replace(encoder, **changes)
+
+
+def start_from(model: torch.nn.Module, path: Path, freeze: bool) -> None:
+    """Copy every weight of the ViT in `path` into `model` except its head (the classes change);
+    with `freeze`, only the new head will train."""
+    weights = {k: v for k, v in load_checkpoint(path)["model"].items() if not k.startswith("head")}
+    missing, unexpected = model.load_state_dict(weights, strict=False)
+    if unexpected or any(not k.startswith("head") for k in missing):
+        raise SystemExit(
+            f"error: --init {path} does not fit the model: missing {missing}, unexpected "
+            f"{unexpected}"
+        )
+    if freeze:
+        for name, parameter in model.named_parameters():
+            parameter.requires_grad_(name.startswith("head"))
+
+
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     out = args.out or Path("runs") / dataset_info(args.dataset).name
@@ -178,7 +292,8 @@ def main(argv: list[str] | None = None) -> dict:
         # The same data as before the stop: the run's dataset, share of it, batches, model kind.
         if run_file.exists():
             vars(args).update(json.loads(run_file.read_text()))
-        args.model = state.get("architecture", "vit")
+        args.model = "cnn" if state.get("architecture") == "cnn" else "vit"
+    _check_combinations(args)
     model_config, train_config = build(args)
     if args.resume:
         model_config = build_model(args.model, state["model_config"]).config
@@ -188,7 +303,9 @@ def main(argv: list[str] | None = None) -> dict:
         train_config = TrainConfig(**stored)
     else:
         out.mkdir(parents=True, exist_ok=True)
-        run_file.write_text(json.dumps({name: getattr(args, name) for name in RUN_ARGS}, indent=2))
+        run = {name: getattr(args, name) for name in RUN_ARGS}
+        run.update({k: str(v) for k, v in run.items() if isinstance(v, Path)})
+        run_file.write_text(json.dumps(run, indent=2))
     if quick_mode():
         print("quick mode: a small subset of the data")
 
@@ -200,8 +317,14 @@ def main(argv: list[str] | None = None) -> dict:
         seed=train_config.seed,
         device=args.device,
         fraction=args.fraction,
+        val_size=args.val_size,
     )
-    model = build_model(args.model, dataclasses.asdict(model_config))
+    architecture = "deit" if args.teacher else args.model
+    model = build_model(architecture, dataclasses.asdict(model_config))
+    if args.init and not args.resume:
+        start_from(model, args.init, args.freeze)
+    elif args.freeze:  # a resumed linear probe: the same parameters train as before the stop
+        start_from(model, checkpoint, freeze=True)
     callbacks = [ProgressCallback(), CheckpointCallback(checkpoint)]
     if args.model == "vit":  # a CNN has no attention maps to draw
         samples = torch.stack([loaders.val.dataset[i][0] for i in range(4)])
@@ -214,7 +337,25 @@ def main(argv: list[str] | None = None) -> dict:
                 show=False,
             )
         )
-    trainer = Trainer(model, loaders, train_config, callbacks=callbacks, device=args.device)
+    teacher = None
+    if args.teacher:
+        try:
+            teacher = load_model(args.teacher)
+        except CheckpointError as e:
+            raise SystemExit(f"error: --teacher: {e}") from None
+        trainer = DistillationTrainer(
+            model,
+            loaders,
+            train_config,
+            teacher,
+            args.distillation,
+            args.alpha,
+            args.tau,
+            callbacks=callbacks,
+            device=args.device,
+        )
+    else:
+        trainer = Trainer(model, loaders, train_config, callbacks=callbacks, device=args.device)
     if args.resume:
         trainer.resume(checkpoint)
         print(f"resuming {checkpoint} after epoch {trainer.epoch} ({trainer.elapsed:.0f}s trained)")
@@ -228,8 +369,14 @@ def main(argv: list[str] | None = None) -> dict:
         shape += f"{model_config.grid_size}x{model_config.grid_size} patches"
     else:
         shape = f"CNN, widths {model_config.widths}, convolutions {model_config.depths}"
+    if args.init:
+        shape += f", starting from {args.init}" + (
+            " (frozen: the head alone trains)" if args.freeze else ""
+        )
+    if teacher is not None:
+        shape = f"DeiT {shape} with a distillation token, {args.distillation} distillation from {args.teacher}"
     print(
-        f"{shape}: {model.num_parameters():,} parameters; "
+        f"{shape}: {model.num_parameters():,} parameters that train; "
         f"{len(loaders.train.dataset):,} training images; device {trainer.device}"
     )
     start = time.perf_counter()
@@ -240,8 +387,10 @@ def main(argv: list[str] | None = None) -> dict:
     test = evaluate(trainer.model, loaders.test, trainer.device)
     metrics = {
         "dataset": loaders.info.name,
-        "architecture": args.model,
+        "architecture": architecture,
         "fraction": args.fraction,
+        "init": str(args.init) if args.init else None,
+        "freeze": args.freeze,
         "train_images": len(loaders.train.dataset),
         "model_config": dataclasses.asdict(model_config),
         "train_config": dataclasses.asdict(train_config),
@@ -263,6 +412,18 @@ def main(argv: list[str] | None = None) -> dict:
         "interrupted": trainer.interrupted,
         "wall_seconds_this_run": seconds,
     }
+    if teacher is not None:
+        # A budget comparison must count the teacher's training too.
+        facts = load_checkpoint(args.teacher)
+        metrics["teacher"] = {
+            "path": str(args.teacher),
+            "architecture": teacher.architecture,
+            "test_acc": evaluate(teacher, loaders.test, trainer.device)["acc"],
+            "train_seconds": facts.get("train_seconds"),
+            "distillation": trainer.kind,
+            "alpha": trainer.alpha,
+            "tau": trainer.tau,
+        }
     out.mkdir(parents=True, exist_ok=True)
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2))
     save_model(
@@ -272,7 +433,15 @@ def main(argv: list[str] | None = None) -> dict:
         command=" ".join(["python -m vitcourse.train", *(sys.argv[1:] if argv is None else argv)]),
         epochs=trainer.history.epochs,
         train_config=dataclasses.asdict(train_config),
+        train_seconds=trainer.elapsed,
     )
+    if teacher is not None:
+        t = metrics["teacher"]
+        minutes = f"{t['train_seconds'] / 60:.1f} minutes" if t["train_seconds"] else "unknown time"
+        print(
+            f"the teacher: {100 * t['test_acc']:.2f}% test accuracy, trained for {minutes}; "
+            f"the student trained {trainer.elapsed / 60:.1f} minutes"
+        )
     print(
         f"test accuracy {100 * test['acc']:.2f}% on {metrics['test_images']:,} images; wrote {out}/"
     )

@@ -88,11 +88,19 @@ def train_step(
     labels: torch.Tensor,
     label_smoothing: float = 0.0,
     grad_clip: float = 0.0,
+    loss_fn=None,
 ) -> torch.Tensor:
     """One step of training on a batch (notebook 06's exercise): forward, loss, gradients,
-    clipping, update. Returns the batch's loss."""
-    logits = model(images)  # (B, C, H, W) -> (B, classes)
-    loss = F.cross_entropy(logits, labels, label_smoothing=label_smoothing)
+    clipping, update. Returns the batch's loss.
+
+    The loss is cross entropy on the model's logits, unless `loss_fn(images, labels)` computes
+    another (masked-patch pre-training and distillation, notebook 09, bring their own).
+    """
+    if loss_fn is None:
+        logits = model(images)  # (B, C, H, W) -> (B, classes)
+        loss = F.cross_entropy(logits, labels, label_smoothing=label_smoothing)
+    else:
+        loss = loss_fn(images, labels)
     optimizer.zero_grad(set_to_none=True)  # forget the last step's gradients first
     loss.backward()
     if grad_clip:
@@ -228,7 +236,13 @@ class Trainer:
             images, labels = images.to(self.device), labels.to(self.device)
             c = self.config
             loss = train_step(
-                self.model, self.optimizer, images, labels, c.label_smoothing, c.grad_clip
+                self.model,
+                self.optimizer,
+                images,
+                labels,
+                c.label_smoothing,
+                c.grad_clip,
+                loss_fn=self.loss,
             )
             self.step, self.batch = self.step + 1, self.batch + 1
             self.history.step_losses.append(loss.item())
@@ -240,17 +254,26 @@ class Trainer:
         # Measuring is not training: validation takes nothing from a time budget, so a model with
         # a small training split (many short epochs) gets as much training time as any other.
         with self.paused():
-            val = evaluate(self.model, self.loaders.val, self.device)
+            val = self.validate()
         self.epoch, self.batch = self.epoch + 1, 0
         losses = self.history.step_losses[first_step:]
         return {
             "epoch": self.epoch,
             "train_loss": sum(losses) / max(len(losses), 1),
             "val_loss": val["loss"],
-            "val_acc": val["acc"],
+            "val_acc": val.get("acc"),  # None when the model does not classify (pre-training)
             "seconds": _now() - start,
             "steps": self.step,
         }
+
+    # What a trainer for another task changes (`vitcourse.pretraining`, `vitcourse.distillation`):
+
+    loss = None  # a method (images, labels) -> loss; None: cross entropy on the model's logits
+
+    def validate(self) -> dict:
+        """Measure the model on the validation split: a dict with "loss" (and "acc" if it
+        classifies). Runs after every epoch, outside the time budget."""
+        return evaluate(self.model, self.loaders.val, self.device)
 
     @contextmanager
     def paused(self):
@@ -429,10 +452,12 @@ class ProgressCallback(Callback):
     def on_epoch_end(self, trainer: Trainer, record: dict) -> None:
         self.bar.update(self._done(trainer) - self.bar.n)
         if record["epoch"] % self.every_epochs == 0 or trainer.done():
+            accuracy = record["val_acc"]
             tqdm.write(
                 f"epoch {record['epoch']:>3}  train loss {record['train_loss']:.3f}  "
-                f"val loss {record['val_loss']:.3f}  val acc {100 * record['val_acc']:.2f}%  "
-                f"{trainer.elapsed:.0f}s trained",
+                f"val loss {record['val_loss']:.3f}  "
+                + (f"val acc {100 * accuracy:.2f}%  " if accuracy is not None else "")
+                + f"{trainer.elapsed:.0f}s trained",
                 file=self.stream or sys.stdout,
             )
 

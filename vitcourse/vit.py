@@ -205,6 +205,7 @@ class VisionTransformer(nn.Module):
     """(B, C, H, W) images -> (B, num_classes) logits."""
 
     architecture = "vit"  # the name checkpoints store, to rebuild the right model
+    num_prefix_tokens = 1  # tokens before the patches: the cls token (timm's name)
 
     def __init__(self, config: ViTConfig):
         super().__init__()
@@ -257,6 +258,12 @@ class VisionTransformer(nn.Module):
 
     def embed(self, images: torch.Tensor) -> torch.Tensor:
         """(B, C, H, W) -> (B, T, D): patch tokens, the cls token in front, positions added."""
+        x = self.patch_embed(self.stem(self.check_images(images)))  # (B, C, H, W) -> (B, N, D)
+        x = embed_tokens(x, self.cls_token, self.pos_embed)  # cls in front, positions: (B, T, D)
+        return self.pos_drop(x)
+
+    def check_images(self, images: torch.Tensor) -> torch.Tensor:
+        """`images` if they are (B, C, H, W) of this model's channels and size; else a clear error."""
         c = self.config
         if images.ndim != 4:
             raise ValueError(f"expected images (B, C, H, W), got shape {tuple(images.shape)}")
@@ -268,9 +275,7 @@ class VisionTransformer(nn.Module):
                 f"expected {c.image_size}x{c.image_size} images, got {H}x{W}; "
                 "to run at another resolution, call model.set_image_size(new_size) first"
             )
-        x = self.patch_embed(self.stem(images))  # (B, C, H, W) -> (B, N, D)
-        x = embed_tokens(x, self.cls_token, self.pos_embed)  # cls in front, positions: (B, T, D)
-        return self.pos_drop(x)
+        return images
 
     def forward_features(self, x: torch.Tensor) -> torch.Tensor:
         """(B, T, D) -> (B, T, D): every block in turn, then the final LayerNorm."""
@@ -331,6 +336,51 @@ class VisionTransformer(nn.Module):
     def num_parameters(self) -> int:
         """Parameters that train (sin-cos position embeddings do not)."""
         return sum(p.numel() for p in self.parameters() if p.requires_grad)
+
+
+class DistilledViT(VisionTransformer):
+    """DeiT's ViT (Touvron et al. 2021, section 4): a second extra token, the distillation token,
+    sits next to the cls token and has its own head, trained to agree with a teacher
+    (`vitcourse.distillation`). Tokens: [cls, dist, patches], so T = N + 2.
+
+    In training mode `forward` returns both heads' logits, (cls, dist); in eval mode their mean,
+    which is how DeiT classifies (its "DeiT⚗" rows of Table 3).
+    """
+
+    architecture = "deit"
+    num_prefix_tokens = 2  # the cls token and the distillation token
+
+    def __init__(self, config: ViTConfig):
+        if config.pool != "cls" or config.pos_embed != "learned":
+            raise ValueError(
+                "a distilled ViT classifies its cls and distillation tokens with learned "
+                f"positions: needs pool='cls' and pos_embed='learned', got {config.pool!r} and "
+                f"{config.pos_embed!r}"
+            )
+        super().__init__(config)
+        self.dist_token = nn.Parameter(torch.zeros(1, 1, config.dim))
+        self.pos_embed = nn.Parameter(torch.zeros(1, config.num_tokens + 1, config.dim))
+        self.head_dist = nn.Linear(config.dim, config.num_classes)
+        nn.init.trunc_normal_(self.dist_token, std=0.02)
+        nn.init.trunc_normal_(self.pos_embed, std=0.02)
+        nn.init.trunc_normal_(self.head_dist.weight, std=0.02)
+        nn.init.zeros_(self.head_dist.bias)
+
+    def embed(self, images: torch.Tensor) -> torch.Tensor:
+        """(B, C, H, W) -> (B, N + 2, D): cls and distillation tokens in front, positions added."""
+        x = self.patch_embed(self.stem(self.check_images(images)))  # (B, N, D)
+        prefix = torch.cat([self.cls_token, self.dist_token], dim=1).expand(len(x), -1, -1)
+        return self.pos_drop(torch.cat([prefix, x], dim=1) + self.pos_embed)  # (B, N + 2, D)
+
+    def forward_head(self, x: torch.Tensor):
+        """(B, N + 2, D) -> (cls logits, dist logits) when training, else their mean (B, classes)."""
+        cls_logits, dist_logits = self.head(x[:, 0]), self.head_dist(x[:, 1])
+        if self.training:
+            return cls_logits, dist_logits
+        return (cls_logits + dist_logits) / 2
+
+    def set_image_size(self, image_size: int) -> None:
+        raise NotImplementedError("a distilled ViT runs at the size it was trained at")
 
 
 def from_timm(model: nn.Module) -> VisionTransformer:
