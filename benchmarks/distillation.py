@@ -70,7 +70,9 @@ def main() -> None:
     print("\n| model | test accuracy | its training | the teacher's | passes |")
     print("|---|---|---|---|---|")
     for name, row in rows.items():
-        teacher_minutes = f"{row['teacher_seconds'] / 60:.1f} min" if row["teacher_seconds"] else "-"
+        teacher_minutes = (
+            f"{row['teacher_seconds'] / 60:.1f} min" if row["teacher_seconds"] else "-"
+        )
         print(
             f"| {name} | {100 * row['test_acc']:.2f}% | {row['train_seconds'] / 60:.1f} min | "
             f"{teacher_minutes} | {row['epochs']} |"

@@ -26,10 +26,10 @@ from vitcourse import pretrain, train
 
 
 def run_train(out: Path, fraction: float, minutes: float, seed: int, init: Path | None) -> dict:
-    args = ["--preset", "course-28/7", "--fraction", str(fraction), "--minutes", str(minutes)]
-    args += ["--seed", str(seed), "--val-size", "1000", "--out", str(out), "--device", "cpu"]
-    if init:
-        args += ["--init", str(init)]
+    args = ["--fraction", str(fraction), "--minutes", str(minutes), "--seed", str(seed)]
+    args += ["--val-size", "1000", "--out", str(out), "--device", "cpu"]
+    # The same ViT both ways: the pre-trained encoder's sizes are course-28/7's.
+    args += ["--init", str(init)] if init else ["--preset", "course-28/7"]
     metrics = train.main(args)
     return {"test_acc": metrics["test_acc"], "train_seconds": metrics["train_seconds"]}
 
@@ -49,9 +49,12 @@ def main() -> None:
     start = time.perf_counter()
     for seed in args.seeds:
         folder = args.out / f"pretrain-s{seed}"
-        pretrain.main(
-            ["--minutes", str(args.pretrain_minutes), "--seed", str(seed), "--out", str(folder)]
-        )
+        if (folder / "model.pt").exists():  # a finished pre-training from an earlier run: reuse it
+            print(f"reusing {folder / 'model.pt'}")
+        else:
+            pretrain.main(
+                ["--minutes", str(args.pretrain_minutes), "--seed", str(seed), "--out", str(folder)]
+            )
         for fraction in args.fractions:
             # Taking turns (which goes first alternates) so drifts in the machine's speed
             # fall on both.

@@ -81,3 +81,45 @@ def test_data_loading_compares_pil_with_in_memory_batches(tmp_path):
     # A pass is over the training split make_loaders gives (quick mode: its small subset).
     assert result["images_per_epoch"] == len(make_loaders("fashion-mnist").train.dataset)
     assert json.loads(out.read_text()) == result
+
+
+@pytest.mark.slow  # pre-trains and trains four times through the real pipeline (quick mode)
+def test_pretraining_benchmark_runs_both_starts_on_the_same_labels(tmp_path, monkeypatch, capsys):
+    pretraining = load("pretraining")
+    out = tmp_path / "bench"
+    argv = ["pretraining.py", "--out", str(out), "--seeds", "0", "1", "--fractions", "0.1"]
+    argv += ["--pretrain-minutes", "0.01", "--minutes", "0.01"]
+    monkeypatch.setattr("sys.argv", argv)
+    pretraining.main()
+    saved = json.loads((out / "pretraining.json").read_text())
+    runs = {(r["seed"], r["start"]): r for r in saved["runs"]}
+    assert set(runs) == {(s, start) for s in (0, 1) for start in ("scratch", "pre-trained")}
+    summary = saved["summary"]["0.1"]
+    gains = [runs[s, "pre-trained"]["test_acc"] - runs[s, "scratch"]["test_acc"] for s in (0, 1)]
+    assert summary["gain_mean"] == pytest.approx(statistics.mean(gains))
+    assert (summary["gain_min"], summary["gain_max"]) == (min(gains), max(gains))
+    # The fine-tuned run started from that seed's encoder; the scratch run did not.
+    ft = json.loads((out / "pre-trained-f0.1-s1" / "metrics.json").read_text())
+    scratch = json.loads((out / "scratch-f0.1-s1" / "metrics.json").read_text())
+    assert ft["init"] == str(out / "pretrain-s1" / "model.pt") and scratch["init"] is None
+    assert ft["model_config"] == scratch["model_config"]  # the same ViT both ways
+    assert ft["train_images"] == scratch["train_images"]
+    assert "| 10% |" in capsys.readouterr().out
+
+
+@pytest.mark.slow  # trains four models through the real pipeline (quick mode)
+def test_distillation_benchmark_states_the_teachers_minutes(tmp_path, monkeypatch):
+    distillation = load("distillation")
+    out = tmp_path / "bench"
+    monkeypatch.setattr("sys.argv", ["distillation.py", "--out", str(out), "--minutes", "0.01"])
+    distillation.main()
+    rows = json.loads((out / "distillation.json").read_text())["rows"]
+    assert list(rows) == [
+        "CNN (the teacher)",
+        "ViT",
+        "ViT, hard distillation",
+        "ViT, soft distillation",
+    ]
+    teacher_seconds = rows["CNN (the teacher)"]["train_seconds"]
+    assert rows["ViT, hard distillation"]["teacher_seconds"] == pytest.approx(teacher_seconds)
+    assert rows["ViT"]["teacher_seconds"] is None

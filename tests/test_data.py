@@ -402,3 +402,16 @@ def test_every_dataset_entry_names_models_that_exist(name):
     for config in vits:
         assert config.image_size == info.image_size and config.in_channels == info.channels
     assert len(info.mean) == len(info.std) == info.channels
+
+
+def test_photos_ship_with_scikit_image_and_come_square():
+    from vitcourse.data import PHOTOS, load_photo
+
+    for name in PHOTOS:
+        photo = load_photo(name, size=64)
+        assert photo.shape == (3, 64, 64) and photo.dtype == torch.float32
+        assert 0 <= photo.min() and photo.max() <= 1 and photo.std() > 0.05
+    cat = load_photo("chelsea")
+    assert cat.shape == (3, 224, 224)
+    with pytest.raises(ValueError, match="unknown photo 'dog'"):
+        load_photo("dog")

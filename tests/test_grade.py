@@ -34,7 +34,7 @@ def test_exercises_are_the_notebooks_check_cells():
         for name in bound:
             assert re.search(rf"^(def|class) {name}\b", source, flags=re.M), (path.name, name)
     assert grade.exercises_by_notebook() == found
-    assert len(checks.EXERCISES) == 13
+    assert len(checks.EXERCISES) == 16
 
 
 def my_patchify(images, patch_size):  # a learner's right answer (not the reference object)
@@ -93,7 +93,9 @@ def test_progress_lists_what_the_checks_recorded(tmp_path, monkeypatch, capsys):
     assert results["embed_tokens"] == "wrong"
     assert results["attention"] == "not run yet"
     shown = capsys.readouterr().out
-    assert "✓ patchify: passed" in shown and "1 of 13 exercises passed" in shown
+    assert (
+        "✓ patchify: passed" in shown and f"1 of {len(checks.EXERCISES)} exercises passed" in shown
+    )
     with pytest.raises(AssertionError):
         checks.check_patchify(wrong_patchify)
     assert checks.exercise_results()["patchify"] == "wrong"  # the latest result counts

@@ -109,3 +109,55 @@ def test_notebook_08_loads_the_shipped_race_in_full_mode(tmp_path, monkeypatch):
     for r in _race_results().values():
         assert f"{100 * r['test_acc']:>8.2f}%" in printed
     assert not (tmp_path / "runs").exists()
+
+
+COMPARISON = ROOT / "data" / "trained" / "when_vits_win_fashion-mnist.json"
+
+
+def test_notebook_09s_text_quotes_the_shipped_comparison():
+    """Notebook 09's "What we measured" and the README quote the comparison the notebook loads."""
+    nb = json.loads((ROOT / "notebooks" / "09_when_vits_win.ipynb").read_text())
+    text = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    readme = (ROOT / "README.md").read_text()
+    results = json.loads(COMPARISON.read_text())["results"]
+    assert len(results) == 12 and {r["fraction"] for r in results} == {0.01, 0.1, 1.0}
+    for r in results:
+        quoted = f"{100 * r['test_acc']:.2f}%"
+        assert quoted in text, f"notebook 09 does not quote {r['model']} {r['fraction']}: {quoted}"
+        assert quoted in readme, f"the README does not quote {r['model']} {r['fraction']}"
+
+
+@pytest.mark.slow  # starts a kernel
+def test_notebook_09_classroom_path_trains_nothing_and_looks_inside_a_pretrained_vit(
+    tmp_path, monkeypatch
+):
+    """Full mode with the defaults: the shipped encoder and comparison are loaded, nothing trains.
+    With VITCOURSE_PRETRAINED naming a weights file (here a random timm ViT-Ti/16's), the section
+    on the pretrained ViT runs too, as it would online."""
+    import nbformat
+    import timm
+    import torch
+    from nbclient import NotebookClient
+
+    from vitcourse.vit import PRETRAINED
+
+    weights = tmp_path / "vit-ti.pth"
+    torch.save(timm.create_model(PRETRAINED, pretrained=False).state_dict(), weights)
+    nb = nbformat.read(ROOT / "notebooks" / "09_when_vits_win.ipynb", as_version=4)
+    monkeypatch.setenv("VITCOURSE_QUICK", "0")  # the kernel inherits both
+    monkeypatch.setenv("VITCOURSE_PRETRAINED", str(weights))
+    NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+    printed = "".join(
+        o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs
+    )
+    assert "loaded mae-course-28-7_fashion-mnist.pt" in printed
+    assert "our measured comparison" in printed
+    assert "labelled images:" not in printed and "train loss" not in printed  # nothing trained
+    for r in json.loads(COMPARISON.read_text())["results"]:
+        assert f"{100 * r['test_acc']:>9.2f}%" in printed
+    assert "offline" not in printed
+    last = [c for c in nb.cells if c.cell_type == "code" and "mean_attention_distance" in c.source]
+    assert sum("image/png" in o.get("data", {}) for o in last[0].outputs) == 2  # both figures
+    assert not (tmp_path / "runs").exists()

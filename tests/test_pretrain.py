@@ -117,3 +117,24 @@ def test_teacher_trains_a_distilled_vit_and_reports_the_teachers_time(tmp_path, 
         train.main([*args, "--init", str(teacher / "model.pt")])
     with pytest.raises(SystemExit, match="--model cnn does not use them"):
         train.main(["--model", "cnn", "--teacher", str(teacher / "model.pt")])
+
+
+def test_init_also_takes_a_whole_pretraining_run(pretrained, tmp_path):
+    """--init on pretrain's checkpoint.pt (the masked autoencoder, decoder included), or on the
+    course's shipped one, keeps the encoder's weights."""
+    out = tmp_path / "probe"
+    train.main(
+        [
+            "--init",
+            str(pretrained / "checkpoint.pt"),
+            "--freeze",
+            "--out",
+            str(out),
+            "--epochs",
+            "1",
+        ]
+    )
+    encoder = load_model(pretrained / "model.pt")
+    probed = load_model(out / "model.pt")
+    assert torch.equal(probed.pos_embed, encoder.pos_embed)
+    assert torch.equal(probed.blocks[1].mlp.fc2.weight, encoder.blocks[1].mlp.fc2.weight)

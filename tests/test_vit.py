@@ -433,3 +433,30 @@ def test_token_pixels_is_the_spacing_of_tokens_on_the_image():
     # Three stride-2 convolutions: 28 -> 14 -> 7 -> 4, each cell 8 pixels from the next.
     assert PRESETS["course-28/conv"].token_pixels == 8
     assert preset("course-28/7", stem_channels=(8,)).token_pixels == 7  # stride 1 keeps the size
+
+
+@pytest.mark.slow  # builds a ViT-Ti/16 twice
+def test_load_pretrained_reads_timms_weights_from_a_file(tmp_path, monkeypatch):
+    """The real loading path (timm.create_model with pretrained=True), on a weights file that a
+    randomly initialised timm model wrote: no download."""
+    import vitcourse.vit as vit_module
+    from vitcourse.vit import PRETRAINED, PretrainedUnavailable, load_pretrained
+
+    theirs = timm.create_model(PRETRAINED, pretrained=False).eval()
+    torch.save(theirs.state_dict(), tmp_path / "weights.pth")
+    ours, norm = load_pretrained(file=tmp_path / "weights.pth")
+    photos = torch.randn(2, 3, 224, 224)
+    with torch.no_grad():
+        torch.testing.assert_close(ours(photos), theirs(photos))  # the file's weights, not new ones
+    assert norm == {"mean": (0.5, 0.5, 0.5), "std": (0.5, 0.5, 0.5)}
+    # A classroom without the network: the file named by VITCOURSE_PRETRAINED.
+    monkeypatch.setenv("VITCOURSE_PRETRAINED", str(tmp_path / "weights.pth"))
+    again, _ = load_pretrained()
+    torch.testing.assert_close(again.head.weight, ours.head.weight)
+    monkeypatch.setenv("VITCOURSE_PRETRAINED", str(tmp_path / "missing.pth"))
+    with pytest.raises(PretrainedUnavailable, match="no weights file at"):
+        load_pretrained()
+    monkeypatch.delenv("VITCOURSE_PRETRAINED")
+    monkeypatch.setattr(vit_module, "is_online", lambda url: False)
+    with pytest.raises(PretrainedUnavailable, match="offline: timm's pretrained"):
+        load_pretrained()

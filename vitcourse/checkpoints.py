@@ -35,6 +35,9 @@ TRAINED_MODEL = TRAINED_DIR / "course-28-7_fashion-mnist.pt"
 SHIPPED_MODELS = {
     ("fashion-mnist", "course"): TRAINED_MODEL.name,
     ("fashion-mnist", "inside"): "course-28-4-w64_fashion-mnist.pt",
+    # "pretrained": a masked autoencoder around the dataset's course ViT, pre-trained without
+    # labels (notebook 09): `python -m vitcourse.pretrain`, encoder and decoder both kept.
+    ("fashion-mnist", "pretrained"): "mae-course-28-7_fashion-mnist.pt",
 }
 
 # The architecture name a checkpoint stores -> (model class, config class).

@@ -1,6 +1,6 @@
 """Exercise checks: compare a learner's code with the reference and explain what went wrong.
 
-Used by the exercises in notebooks 01-08. This module holds the checks and their hints only; the
+Used by the exercises in notebooks 01-09. This module holds the checks and their hints only; the
 reference solutions live in their concept's module (`patching.patchify`, `embedding.embed_tokens`,
 `block.layer_norm`, `vit.count_parameters`, ...). Each check runs the learner's function (or module, with
 the reference's weights loaded into it) on seeded inputs and compares with `vitcourse`'s own
@@ -33,7 +33,17 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from vitcourse import analysis, attention, block, embedding, patching, training, vit
+from vitcourse import (
+    analysis,
+    attention,
+    block,
+    distillation,
+    embedding,
+    patching,
+    pretraining,
+    training,
+    vit,
+)
 from vitcourse.block import layer_norm
 from vitcourse.embedding import embed_tokens
 from vitcourse.vit import count_parameters
@@ -977,5 +987,256 @@ def check_equivariance_error(fn: Callable) -> Callable:
             mistakes,
             generic="norm of (shifted features - features of the shifted image), away from the "
             "border, divided by the norm of the shifted features.",
+        )
+    return _passed(name, fn)
+
+
+# --- notebook 09: when ViTs win -----------------------------------------------------------------
+
+
+@_exercise("random_masking", "09_when_vits_win", pretraining.random_masking)
+def check_random_masking(fn: Callable) -> Callable:
+    """Check `fn(batch_size, num_patches, mask_ratio, generator) -> (visible (B, V), mask (B, N))`:
+    each image hides its own random `round(N * mask_ratio)` patches; `visible` lists the others in
+    increasing order; `mask` is True where hidden. Its randomness is not compared with the
+    reference's (any good random choice passes), only its properties."""
+    name = "random_masking"
+    B, N, ratio = 256, 16, 0.75
+    hidden = pretraining.hidden_count(N, ratio)
+    try:
+        got = _call(fn, B, N, ratio, torch.Generator().manual_seed(0))
+    except _Open:
+        return _still_open(name, pretraining.random_masking)
+    if not (isinstance(got, tuple) and len(got) == 2):
+        _fail(name, "it should return two tensors, (visible, mask)")
+    visible, mask = got
+    if not isinstance(visible, torch.Tensor) or not isinstance(mask, torch.Tensor):
+        _fail(name, "it should return two tensors, (visible, mask)")
+    if mask.shape != (B, N) or mask.dtype != torch.bool:
+        _fail(
+            name,
+            f"mask should be a bool tensor (B, N) = {(B, N)}, got {mask.dtype} {tuple(mask.shape)}",
+            "mask = torch.ones(B, N, dtype=torch.bool), then set the visible places to False.",
+        )
+    if visible.shape != (B, N - hidden):
+        hint = (
+            "mask_ratio is the share of patches hidden: V = N - round(N * mask_ratio) stay visible."
+        )
+        if visible.shape == (B, hidden):
+            _fail(name, f"visible holds {hidden} patches per image, expected {N - hidden}", hint)
+        _fail(
+            name, f"visible should be (B, V) = {(B, N - hidden)}, got {tuple(visible.shape)}", hint
+        )
+    if visible.dtype != torch.long:
+        _fail(name, f"visible should hold indices (torch.long), got {visible.dtype}")
+    counts = mask.sum(dim=1)
+    if (counts == N - hidden).all():
+        _fail(name, "mask is True on the visible patches", "mask is True where a patch is HIDDEN.")
+    if not (counts == hidden).all():
+        _fail(
+            name,
+            f"each image should hide exactly {hidden} of {N} patches; counts go from "
+            f"{counts.min().item()} to {counts.max().item()}",
+            "pick the visible patches from a random permutation (argsort of random noise), "
+            "rather than hiding each patch with probability mask_ratio.",
+        )
+    if (visible.diff(dim=1) <= 0).any():
+        _fail(
+            name,
+            "each row of visible should be in increasing order, without repeats",
+            "sort the chosen indices: .sort(dim=1).values",
+        )
+    if mask.gather(1, visible).any():
+        _fail(name, "some patches listed as visible are marked hidden in mask")
+    if len({tuple(row) for row in visible.tolist()}) < B // 2:
+        _fail(
+            name,
+            "the images share the same visible patches",
+            "draw one random permutation per image: torch.rand(B, N).argsort(dim=1).",
+        )
+    share = mask.float().mean(dim=0)  # how often each position is hidden: about mask_ratio each
+    if share.min() < ratio - 0.15 or share.max() > ratio + 0.15:
+        _fail(
+            name,
+            f"some positions are hidden far more often than others ({share.min():.2f} to "
+            f"{share.max():.2f}, expected about {ratio})",
+            "every patch should be as likely to be hidden as any other.",
+        )
+    again = _call(fn, B, N, ratio, torch.Generator().manual_seed(0))
+    if not torch.equal(again[0], visible):
+        _fail(
+            name,
+            "the same generator seed gave other patches",
+            "draw the noise with the generator: torch.rand(B, N, generator=generator).",
+        )
+    return _passed(name, fn)
+
+
+@_exercise("masked_patch_loss", "09_when_vits_win", pretraining.masked_patch_loss)
+def check_masked_patch_loss(fn: Callable) -> Callable:
+    """Check `fn(predicted (B, N, K), target (B, N, K), mask (B, N)) -> scalar`: the mean squared
+    error over the hidden patches only."""
+    name = "masked_patch_loss"
+    predicted, target = _seeded(3, 8, 12, seed=1), _seeded(3, 8, 12, seed=2)
+    mask = _seeded(3, 8, seed=3) > 0.4  # hidden where True, a different count per image
+    try:
+        got = _call(fn, predicted.clone(), target.clone(), mask.clone())
+    except _Open:
+        return _still_open(name, pretraining.masked_patch_loss)
+    if isinstance(got, torch.Tensor) and got.numel() == 1:
+        got = got.reshape(())
+    error = (predicted - target).pow(2)  # (B, N, K)
+    m = mask.float()
+    mistakes = [
+        (
+            "that averages over every patch: the visible ones were shown to the encoder, so "
+            "copying them teaches nothing. Count only where mask is True.",
+            lambda: error.mean(),
+        ),
+        (
+            "that averages over the visible patches: mask is True where a patch is HIDDEN.",
+            lambda: (error.mean(-1) * (1 - m)).sum() / (1 - m).sum(),
+        ),
+        (
+            "that sums each patch's squared errors: take their mean over the K numbers of a patch.",
+            lambda: (error.sum(-1) * m).sum() / m.sum(),
+        ),
+        (
+            "divide by the number of hidden patches (mask.sum()), not by every patch (B * N).",
+            lambda: (error.mean(-1) * m).sum() / m.numel(),
+        ),
+        (
+            "that is the mean of each image's own mean: average over all hidden patches together "
+            "(images may hide different numbers of them).",
+            lambda: ((error.mean(-1) * m).sum(1) / m.sum(1)).mean(),
+        ),
+        (
+            "square the difference: (predicted - target) ** 2, not its absolute value.",
+            lambda: ((predicted - target).abs().mean(-1) * m).sum() / m.sum(),
+        ),
+    ]
+    _compare(
+        name,
+        got,
+        pretraining.masked_patch_loss(predicted, target, mask),
+        mistakes,
+        generic="per patch the mean of (predicted - target) ** 2 over its numbers, then the mean "
+        "over the hidden patches (where mask is True).",
+        shape_hints={
+            (3, 8): "that is one error per patch: average the hidden ones into one number.",
+            (3, 8, 12): "that is the error of every number: reduce it to one number.",
+        },
+    )
+    return _passed(name, fn)
+
+
+@_exercise("distillation_loss", "09_when_vits_win", distillation.distillation_loss)
+def check_distillation_loss(fn: Callable) -> Callable:
+    """Check `fn(cls_logits, dist_logits, teacher_logits, labels, kind, alpha, tau) -> scalar`:
+    DeiT's hard and soft distillation losses."""
+    name = "distillation_loss"
+    cls_l, dist_l, teacher = (_seeded(6, 5, seed=s) * 2 for s in (11, 12, 13))
+    labels = torch.tensor([0, 1, 2, 3, 4, 0])
+    reference = distillation.distillation_loss
+    ce = F.cross_entropy
+    guesses = teacher.argmax(-1)
+
+    def kl(student, target, tau, reduction="batchmean"):
+        return F.kl_div(
+            F.log_softmax(student / tau, -1),
+            F.log_softmax(target / tau, -1),
+            reduction=reduction,
+            log_target=True,
+        )
+
+    def mistakes_for(kind: str, alpha: float, tau: float) -> Mistakes:
+        base = ce(cls_l, labels)
+        if kind == "hard":
+            return [
+                (
+                    "hard distillation trains on the teacher's guesses, teacher_logits.argmax(-1),"
+                    " as if they were labels.",
+                    lambda: (1 - alpha) * base + alpha * ce(dist_l, teacher.softmax(-1)),
+                ),
+                (
+                    "the cls head learns from the labels and the distillation head from the "
+                    "teacher, not the other way round.",
+                    lambda: (1 - alpha) * ce(dist_l, labels) + alpha * ce(cls_l, guesses),
+                ),
+                (
+                    "alpha weighs the teacher's part: (1 - alpha) * labels' loss + alpha * "
+                    "teacher's loss.",
+                    lambda: alpha * base + (1 - alpha) * ce(dist_l, guesses),
+                ),
+            ]
+        return [
+            (
+                "multiply the KL divergence by tau ** 2, which keeps its gradients the size "
+                "they would have at tau = 1.",
+                lambda: (1 - alpha) * base + alpha * kl(dist_l, teacher, tau),
+            ),
+            (
+                "KL(teacher || student): the teacher's probabilities are the target. In "
+                "F.kl_div(input, target) the input is the student's log-probabilities.",
+                lambda: (1 - alpha) * base + alpha * tau * tau * kl(teacher, dist_l, tau),
+            ),
+            (
+                "average over the batch only (reduction='batchmean'): reduction='mean' also "
+                "divides by the number of classes.",
+                lambda: (
+                    (1 - alpha) * base
+                    + alpha * tau * tau * kl(dist_l, teacher, tau, "sum") / dist_l.numel()
+                ),
+            ),
+            (
+                "alpha weighs the teacher's part: (1 - alpha) * labels' loss + alpha * "
+                "teacher's loss.",
+                lambda: alpha * base + (1 - alpha) * tau * tau * kl(dist_l, teacher, tau),
+            ),
+            (
+                "divide both the student's and the teacher's logits by tau before the softmax.",
+                lambda: (
+                    (1 - alpha) * base
+                    + alpha
+                    * tau
+                    * tau
+                    * F.kl_div(
+                        F.log_softmax(dist_l / tau, -1),
+                        F.log_softmax(teacher, -1),
+                        reduction="batchmean",
+                        log_target=True,
+                    )
+                ),
+            ),
+            (
+                "the cls head learns from the labels and the distillation head from the "
+                "teacher, not the other way round.",
+                lambda: (
+                    (1 - alpha) * ce(dist_l, labels) + alpha * tau * tau * kl(cls_l, teacher, tau)
+                ),
+            ),
+        ]
+
+    for kind, alpha, tau in (("hard", 0.2, 1.0), ("soft", 0.3, 3.0), ("hard", 0.5, 1.0)):
+        args = (cls_l.clone(), dist_l.clone(), teacher.clone(), labels.clone(), kind, alpha, tau)
+        try:
+            got = _call(fn, *args)
+        except _Open:
+            return _still_open(name, reference)
+        if isinstance(got, torch.Tensor) and got.numel() == 1:
+            got = got.reshape(())
+        mistakes = mistakes_for(kind, alpha, tau)
+        _compare(
+            name,
+            got,
+            reference(cls_l, dist_l, teacher, labels, kind, alpha, tau),
+            mistakes,
+            generic=f"for kind={kind!r}: (1 - alpha) * cross entropy(cls_logits, labels) + alpha * "
+            + (
+                "cross entropy(dist_logits, teacher_logits.argmax(-1))."
+                if kind == "hard"
+                else "tau ** 2 * KL(teacher || student) at temperature tau, averaged over the batch."
+            ),
+            shape_hints={(6,): "that is one loss per image: average them into one number."},
         )
     return _passed(name, fn)

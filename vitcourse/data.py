@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import NamedTuple
 from urllib.parse import urlparse
 
+import numpy as np
+import skimage.data
 import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset, Subset
@@ -476,3 +478,22 @@ def _missing_message(info: DatasetInfo, root: Path, url: str, reason: str) -> st
         f"and place them at: {archives}.\n"
         f"Fashion-MNIST ships with the course and always works offline: load_dataset('fashion-mnist')."
     )
+
+
+# Photos that ship inside scikit-image's wheel (no download): name -> the skimage.data function.
+PHOTOS = ("chelsea", "astronaut", "coffee", "rocket")
+
+
+def load_photo(name: str = "chelsea", size: int = 224) -> torch.Tensor:
+    """One of scikit-image's photos as a (3, size, size) tensor in [0, 1]: the largest centred
+    square, resized (antialiased). "chelsea" is a cat, "coffee" a cup, "rocket" a launch."""
+    if name not in PHOTOS:
+        raise ValueError(f"unknown photo {name!r}: expected one of {', '.join(PHOTOS)}")
+    pixels = np.asarray(getattr(skimage.data, name)())  # (H, W, 3) uint8
+    image = torch.from_numpy(pixels).permute(2, 0, 1).float() / 255  # (3, H, W)
+    H, W = image.shape[1:]
+    side = min(H, W)
+    top, left = (H - side) // 2, (W - side) // 2
+    square = image[:, top : top + side, left : left + side]
+    resized = F.interpolate(square[None], size=(size, size), mode="bilinear", antialias=True)
+    return resized[0].clamp(0, 1)

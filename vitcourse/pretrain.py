@@ -33,6 +33,7 @@ from vitcourse.checkpoints import CheckpointError, load_checkpoint, save_model  
 from vitcourse.data import dataset_info, denormalize, make_loaders  # noqa: E402
 from vitcourse.environment import quick_mode  # noqa: E402
 from vitcourse.pretraining import (  # noqa: E402
+    PRETRAIN_RECIPE,
     MAEConfig,
     MaskedAutoencoder,
     PretrainTrainer,
@@ -40,10 +41,6 @@ from vitcourse.pretraining import (  # noqa: E402
 )
 from vitcourse.training import CheckpointCallback, ProgressCallback, TrainConfig  # noqa: E402
 from vitcourse.vit import PRESETS, preset_for  # noqa: E402
-
-# MAE's recipe (He et al. 2022, Table 8): AdamW, weight decay 0.05, warm-up, cosine decay; the
-# base learning rate is 1.5e-4 per 256 images, which is far too slow for a few minutes on a CPU.
-DEFAULTS = TrainConfig(lr=1.5e-3, weight_decay=0.05, warmup=0.05, label_smoothing=0.0)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -70,8 +67,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--decoder-dim", type=int, default=MAEConfig.decoder_dim)
     parser.add_argument("--decoder-depth", type=int, default=MAEConfig.decoder_depth)
     parser.add_argument("--batch-size", type=int, default=256)
-    parser.add_argument("--lr", type=float, default=DEFAULTS.lr)
-    parser.add_argument("--weight-decay", type=float, default=DEFAULTS.weight_decay)
+    parser.add_argument("--lr", type=float, default=PRETRAIN_RECIPE.lr)
+    parser.add_argument("--weight-decay", type=float, default=PRETRAIN_RECIPE.weight_decay)
     parser.add_argument("--no-augment", action="store_true", help="no random crops and flips")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", help="cpu, cuda, mps (default: picked automatically)")
@@ -116,7 +113,7 @@ def main(argv: list[str] | None = None) -> dict:
             {"minutes": args.minutes} if args.minutes else {"epochs": args.epochs or default_epochs}
         )
         train_config = dataclasses.replace(
-            DEFAULTS, **length, lr=args.lr, weight_decay=args.weight_decay, seed=args.seed
+            PRETRAIN_RECIPE, **length, lr=args.lr, weight_decay=args.weight_decay, seed=args.seed
         )
         out.mkdir(parents=True, exist_ok=True)
         run_file.write_text(json.dumps({name: getattr(args, name) for name in RUN_ARGS}, indent=2))

@@ -28,7 +28,7 @@ from torch import nn
 from vitcourse.block import TransformerBlock
 from vitcourse.checkpoints import register_architecture
 from vitcourse.patching import patchify, unpatchify
-from vitcourse.training import Trainer
+from vitcourse.training import TrainConfig, Trainer
 from vitcourse.vit import VisionTransformer, ViTConfig
 
 
@@ -201,6 +201,12 @@ class MaskedAutoencoder(nn.Module):
 
 # Checkpoints can hold it (a pre-training run's checkpoint.pt); the encoder alone is a plain ViT.
 register_architecture(MaskedAutoencoder, MAEConfig)
+
+
+# MAE's recipe (He et al. 2022, appendix A.1, Table 8): AdamW, weight decay 0.05, warm-up, cosine
+# decay, no label smoothing (no labels). Its base learning rate, 1.5e-4 per 256 images, is for
+# hundreds of epochs; for a few minutes on a CPU ten times that learns faster.
+PRETRAIN_RECIPE = TrainConfig(lr=1.5e-3, weight_decay=0.05, warmup=0.05, label_smoothing=0.0)
 
 
 class PretrainTrainer(Trainer):

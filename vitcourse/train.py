@@ -247,12 +247,14 @@ def _init_config(args: argparse.Namespace, info) -> ViTConfig:
         state = load_checkpoint(args.init)
     except CheckpointError as e:
         raise SystemExit(f"error: --init: {e}") from None
-    if state.get("architecture", "vit") != "vit":
+    architecture = state.get("architecture", "vit")
+    if architecture not in ("vit", "mae"):
         raise SystemExit(
-            f"error: --init expects a ViT's model file (from vitcourse.pretrain or train); "
-            f"{args.init} holds a {state['architecture']!r} model"
+            f"error: --init expects a ViT or a pre-training run (vitcourse.pretrain's model.pt "
+            f"or checkpoint.pt); {args.init} holds a {architecture!r} model"
         )
-    encoder = ViTConfig(**state["model_config"])
+    config = state["model_config"]
+    encoder = ViTConfig(**(config["encoder"] if architecture == "mae" else config))
     wanted = (info.channels, info.image_size, info.image_size)
     found = (encoder.in_channels, encoder.image_size, encoder.image_size)
     if wanted != found:
@@ -268,7 +270,11 @@ def _init_config(args: argparse.Namespace, info) -> ViTConfig:
 def start_from(model: torch.nn.Module, path: Path, freeze: bool) -> None:
     """Copy every weight of the ViT in `path` into `model` except its head (the classes change);
     with `freeze`, only the new head will train."""
-    weights = {k: v for k, v in load_checkpoint(path)["model"].items() if not k.startswith("head")}
+    state = load_checkpoint(path)
+    weights = state["model"]
+    if state.get("architecture") == "mae":  # a whole masked autoencoder: keep its encoder
+        weights = {k[len("encoder.") :]: v for k, v in weights.items() if k.startswith("encoder.")}
+    weights = {k: v for k, v in weights.items() if not k.startswith("head")}
     missing, unexpected = model.load_state_dict(weights, strict=False)
     if unexpected or any(not k.startswith("head") for k in missing):
         raise SystemExit(

@@ -16,7 +16,9 @@ help transformers see better"): `course-28/conv`, the trainer's default for 28 x
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -30,6 +32,7 @@ from vitcourse.embedding import (
     resize_pos_embed,
     sincos_2d_position_embedding,
 )
+from vitcourse.environment import is_online
 
 
 @dataclass(frozen=True)
@@ -381,6 +384,46 @@ class DistilledViT(VisionTransformer):
 
     def set_image_size(self, image_size: int) -> None:
         raise NotImplementedError("a distilled ViT runs at the size it was trained at")
+
+
+# The pretrained ViT that notebooks 09 loads when online: timm's ViT-Ti/16 (DeiT's "tiny" size,
+# 5.7M parameters), pre-trained on ImageNet-21k and fine-tuned on ImageNet-1k (the AugReg weights
+# of Steiner et al. 2021, "How to train your ViT?").
+PRETRAINED = "vit_tiny_patch16_224.augreg_in21k_ft_in1k"
+
+
+class PretrainedUnavailable(RuntimeError):
+    """The pretrained weights cannot be had here (no network, or the download failed)."""
+
+
+def load_pretrained(name: str = PRETRAINED, file: str | Path | None = None):
+    """timm's pretrained ViT `name` as a course `VisionTransformer`, in eval mode, and the
+    normalisation its images need: `(model, {"mean": ..., "std": ...})`.
+
+    timm downloads the weights from the Hugging Face hub (then keeps them in its cache); `file`
+    reads them from a file on disk instead (a state dict of timm's model, e.g. timm's
+    `pytorch_model.bin` or `model.safetensors` copied from an online machine). The environment
+    variable `VITCOURSE_PRETRAINED` names such a file for every notebook: a classroom without
+    the network. Without the network (and no file) it raises `PretrainedUnavailable` at once,
+    with a line a notebook can print before going on.
+    """
+    import timm  # only here: importing timm takes a second, and only this function needs it
+
+    file = file or os.environ.get("VITCOURSE_PRETRAINED") or None
+    if file is not None and not Path(file).exists():
+        raise PretrainedUnavailable(f"no weights file at {file} (VITCOURSE_PRETRAINED or file=)")
+
+    if file is None and not is_online("https://huggingface.co/api/models/timm/" + name):
+        raise PretrainedUnavailable(
+            f"offline: timm's pretrained {name} cannot be downloaded (it needs huggingface.co)"
+        )
+    overlay = {"pretrained_cfg_overlay": {"file": str(file)}} if file is not None else {}
+    try:
+        model = timm.create_model(name, pretrained=True, **overlay)
+    except Exception as e:  # noqa: BLE001 - a failed download can raise many kinds of error
+        raise PretrainedUnavailable(f"timm could not load {name}: {type(e).__name__}: {e}") from e
+    config = model.pretrained_cfg
+    return from_timm(model).eval(), {"mean": config["mean"], "std": config["std"]}
 
 
 def from_timm(model: nn.Module) -> VisionTransformer:
