@@ -163,3 +163,36 @@ def test_validation_masks_the_same_patches_every_time(tiny_vit, toy_loaders):
         device="cpu",
     )
     assert trainer.validate() == trainer.validate()
+
+
+def test_ctrl_c_keeps_a_pretraining_run_that_resumes_where_it_stopped(
+    tiny_vit, toy_loaders, tmp_path
+):
+    from vitcourse.training import Callback, CheckpointCallback
+
+    class StopAt(Callback):  # Ctrl-C in the middle of the second epoch
+        def on_step_end(self, trainer, loss):
+            if trainer.step == 13:
+                raise KeyboardInterrupt
+
+    def new(callbacks=()):
+        torch.manual_seed(0)
+        config = MAEConfig(encoder=tiny_vit, decoder_dim=16, mask_ratio=0.5)
+        return PretrainTrainer(
+            MaskedAutoencoder(config),
+            toy_loaders(),
+            TrainConfig(epochs=3),
+            callbacks=callbacks,
+            device="cpu",
+        )
+
+    path = tmp_path / "checkpoint.pt"
+    first = new([CheckpointCallback(path), StopAt()])
+    first.fit()
+    assert first.interrupted and first.step == 13 and path.exists()
+    resumed = new()
+    resumed.resume(path)
+    assert resumed.step == 13
+    resumed.fit()
+    assert [r["epoch"] for r in resumed.history.epochs] == [1, 2, 3]
+    assert resumed.step == 3 * len(toy_loaders().train)

@@ -19,12 +19,17 @@ Each module is one concept, introduced by one notebook (Dosovitskiy et al., "An 
     train               the command-line trainer, python -m vitcourse.train
     analysis            notebooks 06-07: attention rollout, attention distance, Figure 7
     cnn                 notebook 08: a small CNN, to race the ViT
+    pretraining         notebook 09: masked-patch pre-training (MAE): masking, loss, model, trainer
+    pretrain            python -m vitcourse.pretrain, pre-training from the command line
+    distillation        notebook 09: DeiT's distillation losses and trainer (the student,
+                        `DistilledViT`, lives in vit)
     diagrams            notebooks 03-05: the model drawn from its config, with its shapes
 
 Imports flow one way, from the bottom up (a test checks there is no cycle): environment, then
 data, then the model pieces (patching, embedding, attention, block, then vit and cnn), then
-checkpoints, training, live and the command line (train). analysis, checks and widgets read the
-model pieces only; student reads nothing of the package.
+checkpoints, training, live, pretraining and distillation, and the command lines (train,
+pretrain). analysis and widgets read the model pieces only; checks reads them and the references
+of training, pretraining and distillation; student reads nothing of the package.
 
 Shape legend, used in every docstring and comment:
 

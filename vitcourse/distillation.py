@@ -41,6 +41,8 @@ def distillation_loss(
     - "soft": tau^2 * KL(teacher || student) between the softmaxes at temperature tau, averaged
       over the batch (equation 2; DeiT used tau = 3, alpha = 0.1). The teacher's probabilities
       are the target; the tau^2 keeps the gradients' size as tau changes (Hinton et al. 2015).
+      DeiT's code (losses.py) also divides by the number of classes: at the same alpha its soft
+      term is that many times smaller than this one.
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")

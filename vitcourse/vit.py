@@ -346,8 +346,9 @@ class DistilledViT(VisionTransformer):
     sits next to the cls token and has its own head, trained to agree with a teacher
     (`vitcourse.distillation`). Tokens: [cls, dist, patches], so T = N + 2.
 
-    In training mode `forward` returns both heads' logits, (cls, dist); in eval mode their mean,
-    which is how DeiT classifies (its "DeiT⚗" rows of Table 3).
+    In training mode `forward` returns both heads' logits, (cls, dist); in eval mode their mean.
+    That is what DeiT's code does (`facebookresearch/deit`, models.py); the paper says it adds the
+    two softmax outputs (section 4, "joint classifiers"; Table 3's last row).
     """
 
     architecture = "deit"
