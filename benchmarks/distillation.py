@@ -7,6 +7,8 @@ teacher's minutes are part of what distillation costs: the table states them.
 
     python benchmarks/distillation.py --out runs/bench-distillation        # 10 minutes each
     python benchmarks/distillation.py --minutes 0.5 --kinds hard           # a quick look
+    python benchmarks/distillation.py --epochs 5 --teacher runs/bench-distillation/cnn/model.pt \
+        --kinds hard --out runs/bench-distillation-epochs   # the same passes, not the same minutes
 
 Writes OUT/distillation.json and prints a table.
 """
@@ -21,28 +23,38 @@ from pathlib import Path
 from vitcourse import train
 
 
+def _plain(settings: dict) -> dict:
+    return {k: str(v) if isinstance(v, Path) else v for k, v in settings.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("runs/bench-distillation"))
-    parser.add_argument("--minutes", type=float, default=10.0)
+    length = parser.add_mutually_exclusive_group()
+    length.add_argument("--minutes", type=float, default=10.0)
+    length.add_argument("--epochs", type=int, help="the same passes for every model instead")
+    parser.add_argument("--teacher", type=Path, help="an already trained CNN (skips training one)")
     parser.add_argument("--kinds", nargs="+", default=["hard", "soft"], choices=["hard", "soft"])
     parser.add_argument("--preset", default="course-28/7", help="the ViT (default: pure)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    common = ["--minutes", str(args.minutes), "--seed", str(args.seed), "--device", "cpu"]
+    length = ["--epochs", str(args.epochs)] if args.epochs else ["--minutes", str(args.minutes)]
+    common = [*length, "--seed", str(args.seed), "--device", "cpu"]
     start = time.perf_counter()
     rows = {}
-    teacher = args.out / "cnn"
-    runs = {
-        "CNN (the teacher)": ["--model", "cnn", "--out", str(teacher)],
-        "ViT": ["--preset", args.preset, "--out", str(args.out / "vit")],
-    }
+    teacher = args.teacher or args.out / "cnn" / "model.pt"
+    runs = (
+        {}
+        if args.teacher
+        else {"CNN (the teacher)": ["--model", "cnn", "--out", str(teacher.parent)]}
+    )
+    runs["ViT"] = ["--preset", args.preset, "--out", str(args.out / "vit")]
     for kind in args.kinds:
         runs[f"ViT, {kind} distillation"] = [
             "--preset",
             args.preset,
             "--teacher",
-            str(teacher / "model.pt"),
+            str(teacher),
             "--distillation",
             kind,
             "--out",
@@ -58,12 +70,12 @@ def main() -> None:
         }
         print(f"{name}: {rows[name]}", flush=True)
         (args.out / "distillation.json").write_text(
-            json.dumps({"settings": vars(args) | {"out": str(args.out)}, "rows": rows}, indent=2)
+            json.dumps({"settings": _plain(vars(args)), "rows": rows}, indent=2)
         )
     wall = time.perf_counter() - start
     (args.out / "distillation.json").write_text(
         json.dumps(
-            {"settings": vars(args) | {"out": str(args.out)}, "rows": rows, "wall_seconds": wall},
+            {"settings": _plain(vars(args)), "rows": rows, "wall_seconds": wall},
             indent=2,
         )
     )
