@@ -158,6 +158,9 @@ def test_notebook_09_classroom_path_trains_nothing_and_looks_inside_a_pretrained
     for r in json.loads(COMPARISON.read_text())["results"]:
         assert f"{100 * r['test_acc']:>9.2f}%" in printed
     assert "offline" not in printed
-    last = [c for c in nb.cells if c.cell_type == "code" and "mean_attention_distance" in c.source]
-    assert sum("image/png" in o.get("data", {}) for o in last[0].outputs) == 2  # both figures
+    inside = [
+        c for c in nb.cells if c.cell_type == "code" and "real_vit.attention_maps" in c.source
+    ]
+    assert sum("image/png" in o.get("data", {}) for o in inside[0].outputs) == 2  # both figures
+    nbformat.write(nb, tmp_path / "executed.ipynb")  # to look at when it fails
     assert not (tmp_path / "runs").exists()
