@@ -90,20 +90,27 @@ def test_notebook_08s_text_quotes_the_shipped_race():
         assert quoted in readme, f"the README does not quote {r['model']} {r['fraction']}: {quoted}"
 
 
-@pytest.mark.slow  # starts a kernel
-def test_notebook_08_loads_the_shipped_race_in_full_mode(tmp_path, monkeypatch):
-    """The classroom path: full mode, RACE_LIVE = False, loads the shipped race and trains nothing."""
+def _run_in_full_mode(name, folder, monkeypatch):
+    """Execute notebook `name` top to bottom in full mode, in `folder`; the notebook with its
+    outputs, and everything its cells printed."""
     import nbformat
     from nbclient import NotebookClient
 
-    nb = nbformat.read(ROOT / "notebooks" / "08_vit_vs_cnn.ipynb", as_version=4)
+    nb = nbformat.read(ROOT / "notebooks" / name, as_version=4)
     monkeypatch.setenv("VITCOURSE_QUICK", "0")  # the kernel inherits it
     NotebookClient(
-        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(folder)}}
     ).execute()
     printed = "".join(
         o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs
     )
+    return nb, printed
+
+
+@pytest.mark.slow  # starts a kernel
+def test_notebook_08_loads_the_shipped_race_in_full_mode(tmp_path, monkeypatch):
+    """The classroom path: full mode, RACE_LIVE = False, loads the shipped race and trains nothing."""
+    _, printed = _run_in_full_mode("08_vit_vs_cnn.ipynb", tmp_path, monkeypatch)
     assert "Loaded our run (2.5 minutes a model" in printed
     assert "training images" not in printed  # no race was run
     for r in _race_results().values():
@@ -137,21 +144,13 @@ def test_notebook_09_classroom_path_trains_nothing_and_looks_inside_a_pretrained
     import nbformat
     import timm
     import torch
-    from nbclient import NotebookClient
 
     from vitcourse.vit import PRETRAINED
 
     weights = tmp_path / "vit-ti.pth"
     torch.save(timm.create_model(PRETRAINED, pretrained=False).state_dict(), weights)
-    nb = nbformat.read(ROOT / "notebooks" / "09_when_vits_win.ipynb", as_version=4)
-    monkeypatch.setenv("VITCOURSE_QUICK", "0")  # the kernel inherits both
-    monkeypatch.setenv("VITCOURSE_PRETRAINED", str(weights))
-    NotebookClient(
-        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
-    ).execute()
-    printed = "".join(
-        o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs
-    )
+    monkeypatch.setenv("VITCOURSE_PRETRAINED", str(weights))  # the kernel inherits it
+    nb, printed = _run_in_full_mode("09_when_vits_win.ipynb", tmp_path, monkeypatch)
     assert "loaded mae-course-28-7_fashion-mnist.pt" in printed
     assert "our measured comparison" in printed
     assert "labelled images:" not in printed and "train loss" not in printed  # nothing trained

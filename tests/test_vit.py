@@ -460,3 +460,21 @@ def test_load_pretrained_reads_timms_weights_from_a_file(tmp_path, monkeypatch):
     monkeypatch.setattr(vit_module, "is_online", lambda url: False)
     with pytest.raises(PretrainedUnavailable, match="offline: timm's pretrained"):
         load_pretrained()
+
+
+def test_copy_encoder_keeps_every_weight_but_the_head(tiny_rgb_vit):
+    from vitcourse.vit import copy_encoder
+
+    source = VisionTransformer(tiny_rgb_vit)
+    target = VisionTransformer(dataclasses.replace(tiny_rgb_vit, num_classes=7))  # a new head
+    head_before = target.head.weight.clone()
+    copy_encoder(target, source.state_dict())
+    for name, value in source.state_dict().items():
+        if not name.startswith("head"):
+            assert torch.equal(target.state_dict()[name], value), name
+    assert torch.equal(target.head.weight, head_before)
+    with pytest.raises(ValueError, match="missing .'norm.weight'"):
+        copy_encoder(target, {k: v for k, v in source.state_dict().items() if k != "norm.weight"})
+    wider = VisionTransformer(dataclasses.replace(tiny_rgb_vit, dim=64, num_heads=4, mlp_dim=64))
+    with pytest.raises(ValueError, match="saved from a model of another shape"):
+        copy_encoder(target, wider.state_dict())

@@ -4,9 +4,10 @@ Touvron et al. 2021 ("Training data-efficient image transformers & distillation 
 attention", DeiT) trained ViTs on ImageNet alone, without the ViT paper's 300 million extra
 images, partly by distilling from a CNN teacher (section 4). The student (`vitcourse.vit.
 DistilledViT`) has two tokens that classify: the cls token learns from the labels, the
-distillation token from the teacher. The teacher is frozen; it only answers. Its answers carry
-the CNN's built-in assumptions (nearby pixels belong together), which a small ViT must otherwise
-learn from data.
+distillation token from the teacher. The teacher is frozen; it only answers. DeiT found a CNN
+a better teacher than a transformer and suggested why (section 5.2): its answers pass on the
+CNN's built-in assumptions (nearby pixels belong together), which a ViT must otherwise learn from
+data.
 
     distillation_loss     DeiT's hard and soft losses (section 4, equations 2 and 3)
     DistillationTrainer   the course's Trainer, asking the teacher about every training batch

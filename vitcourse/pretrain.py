@@ -22,25 +22,21 @@ import sys
 import time
 from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt
+import torch
 
-matplotlib.use("Agg")  # a command-line tool draws to files only
-
-import matplotlib.pyplot as plt  # noqa: E402
-import torch  # noqa: E402
-
-from vitcourse.checkpoints import CheckpointError, load_checkpoint, save_model  # noqa: E402
-from vitcourse.data import dataset_info, denormalize, make_loaders  # noqa: E402
-from vitcourse.environment import quick_mode  # noqa: E402
-from vitcourse.pretraining import (  # noqa: E402
+from vitcourse.checkpoints import CheckpointError, load_checkpoint, save_model
+from vitcourse.data import dataset_info, denormalize, make_loaders
+from vitcourse.environment import quick_mode
+from vitcourse.pretraining import (
     PRETRAIN_RECIPE,
     MAEConfig,
     MaskedAutoencoder,
     PretrainTrainer,
     plot_reconstructions,
 )
-from vitcourse.training import CheckpointCallback, ProgressCallback, TrainConfig  # noqa: E402
-from vitcourse.vit import PRESETS, preset_for  # noqa: E402
+from vitcourse.training import CheckpointCallback, ProgressCallback, TrainConfig
+from vitcourse.vit import PRESETS, preset_for
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -51,7 +51,7 @@ from vitcourse.training import (
     Trainer,
     evaluate,
 )
-from vitcourse.vit import PRESETS, ViTConfig, preset_for
+from vitcourse.vit import PRESETS, ViTConfig, copy_encoder, preset_for
 
 
 def _channels(text: str) -> tuple[int, ...]:
@@ -274,13 +274,10 @@ def start_from(model: torch.nn.Module, path: Path, freeze: bool) -> None:
     weights = state["model"]
     if state.get("architecture") == "mae":  # a whole masked autoencoder: keep its encoder
         weights = {k[len("encoder.") :]: v for k, v in weights.items() if k.startswith("encoder.")}
-    weights = {k: v for k, v in weights.items() if not k.startswith("head")}
-    missing, unexpected = model.load_state_dict(weights, strict=False)
-    if unexpected or any(not k.startswith("head") for k in missing):
-        raise SystemExit(
-            f"error: --init {path} does not fit the model: missing {missing}, unexpected "
-            f"{unexpected}"
-        )
+    try:
+        copy_encoder(model, weights)
+    except ValueError as e:
+        raise SystemExit(f"error: --init {path}: {e}") from None
     if freeze:
         for name, parameter in model.named_parameters():
             parameter.requires_grad_(name.startswith("head"))

@@ -341,6 +341,19 @@ class VisionTransformer(nn.Module):
         return sum(p.numel() for p in self.parameters() if p.requires_grad)
 
 
+def copy_encoder(model: VisionTransformer, weights: dict) -> None:
+    """Load a ViT's weights into `model`, all but its classifier head (`head.*`): the start of
+    fine-tuning on new classes (notebook 09, `python -m vitcourse.train --init`). Anything else
+    missing or extra is a ValueError naming it; shapes that differ are too."""
+    kept = {k: v for k, v in weights.items() if not k.startswith("head")}
+    missing, unexpected = model.load_state_dict(kept, strict=False)
+    if unexpected or any(not k.startswith("head") for k in missing):
+        raise ValueError(
+            f"these weights do not fit the model beyond its head: missing {missing}, "
+            f"unexpected {unexpected}"
+        )
+
+
 class DistilledViT(VisionTransformer):
     """DeiT's ViT (Touvron et al. 2021, section 4): a second extra token, the distillation token,
     sits next to the cls token and has its own head, trained to agree with a teacher
@@ -402,8 +415,8 @@ def load_pretrained(name: str = PRETRAINED, file: str | Path | None = None):
     normalisation its images need: `(model, {"mean": ..., "std": ...})`.
 
     timm downloads the weights from the Hugging Face hub (then keeps them in its cache); `file`
-    reads them from a file on disk instead (a state dict of timm's model, e.g. timm's
-    `pytorch_model.bin` or `model.safetensors` copied from an online machine). The environment
+    reads them from a file on disk instead (timm's model's state dict as `torch.save` writes it,
+    saved on an online machine). The environment
     variable `VITCOURSE_PRETRAINED` names such a file for every notebook: a classroom without
     the network. Without the network (and no file) it raises `PretrainedUnavailable` at once,
     with a line a notebook can print before going on.
