@@ -9,7 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from vitcourse.student import BEGIN, END, MarkerError, main, strip_solutions, student_notebook
+from vitcourse.student import (
+    BEGIN,
+    END,
+    MarkerError,
+    main,
+    make_student_copies,
+    strip_solutions,
+    student_notebook,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -250,3 +258,18 @@ def test_nbgrader_accepts_the_copies(tmp_path):
     with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as gradebook:
         scores = {s: gradebook.find_submission("ps1", s).score for s in ("ada", "bob")}
     assert scores == {"ada": 2, "bob": 0}
+
+
+def test_the_committed_student_copies_are_up_to_date(tmp_path):
+    """student/ holds the copies the README's Open-in-Colab links hand to a class: they must be
+    what `python -m vitcourse.student notebooks/ student/` makes of today's notebooks."""
+    make_student_copies(ROOT / "notebooks", tmp_path)
+    made = {p.name: p.read_bytes() for p in tmp_path.glob("*.ipynb")}
+    committed = {p.name: p.read_bytes() for p in (ROOT / "student").glob("*.ipynb")}
+    stale = sorted(
+        name for name in made.keys() | committed.keys() if made.get(name) != committed.get(name)
+    )
+    assert not stale, (
+        f"student/ is out of date ({', '.join(stale)}): run "
+        "`python -m vitcourse.student notebooks/ student/` and commit the result"
+    )

@@ -23,6 +23,7 @@ from torch import nn
 
 from vitcourse.cnn import CNNConfig, SmallCNN
 from vitcourse.data import dataset_info
+from vitcourse.environment import default_root
 from vitcourse.vit import DistilledViT, VisionTransformer, ViTConfig
 
 # Models trained by the command-line trainer and shipped with the course (the README says how).
@@ -63,11 +64,18 @@ register_architecture(DistilledViT, ViTConfig)  # notebook 09's student of a CNN
 # The masked autoencoder of notebook 09 registers itself in vitcourse.pretraining.
 
 
+def trained_dir() -> Path:
+    """The folder of the shipped models and results: `trained/` in the data folder when it is there
+    (on Colab and Kaggle, `environment.setup` fetches them into it), else the repository's."""
+    folder = default_root() / "trained"
+    return folder if folder.is_dir() else TRAINED_DIR
+
+
 def shipped_model(dataset: str, purpose: str = "course") -> Path | None:
     """The trained model the course ships for `dataset` (its path), or None when it ships none:
     then a notebook trains a small model itself."""
     name = SHIPPED_MODELS.get((dataset_info(dataset).name, purpose))
-    return TRAINED_DIR / name if name and (TRAINED_DIR / name).exists() else None
+    return trained_dir() / name if name and (trained_dir() / name).exists() else None
 
 
 class CheckpointError(RuntimeError):

@@ -22,10 +22,9 @@ from typing import NamedTuple
 from urllib.parse import urlparse
 
 import numpy as np
-import skimage.data
 import torch
 import torch.nn.functional as F
-from torch.utils.data import DataLoader, Dataset, Subset
+from torch.utils.data import DataLoader, Dataset, Sampler, Subset
 from torchvision import datasets, transforms
 
 from vitcourse.environment import default_root, is_online, pick_device, quick_mode
@@ -307,18 +306,20 @@ def random_crop_flip(images: torch.Tensor, padding: int, hflip: bool) -> torch.T
             f"expected a batch of images (B, C, H, W), got shape {tuple(images.shape)}"
         )
     b, _, h, w = images.shape
+    on = {"device": images.device}  # on the GPU when the images are kept there
     padded = F.pad(images, (padding,) * 4)  # zeros around every image
-    dy, dx = torch.randint(0, 2 * padding + 1, (2, b, 1))  # the crop's top-left corner, per image
-    rows = (dy + torch.arange(h)).view(b, 1, h, 1)
-    cols = (dx + torch.arange(w)).view(b, 1, 1, w)
+    # The crop's top-left corner, per image.
+    dy, dx = torch.randint(0, 2 * padding + 1, (2, b, 1), **on)
+    rows = (dy + torch.arange(h, **on)).view(b, 1, h, 1)
+    cols = (dx + torch.arange(w, **on)).view(b, 1, 1, w)
     out = padded[
-        torch.arange(b).view(b, 1, 1, 1),
-        torch.arange(images.shape[1]).view(1, -1, 1, 1),
+        torch.arange(b, **on).view(b, 1, 1, 1),
+        torch.arange(images.shape[1], **on).view(1, -1, 1, 1),
         rows,
         cols,
     ]
     if hflip:
-        flip = torch.rand(b) < 0.5
+        flip = torch.rand(b, **on) < 0.5
         out[flip] = out[flip].flip(-1)
     return out
 
@@ -341,8 +342,16 @@ class InMemoryImages(Dataset):
                 f"{tuple(images.shape)} and {len(labels)} labels"
             )
         self.images, self.labels, self.info, self.augment = images, labels, info, augment
-        self._mean = torch.tensor(info.mean).view(1, -1, 1, 1)
-        self._std = torch.tensor(info.std).view(1, -1, 1, 1)
+        self._mean = torch.tensor(info.mean, device=images.device).view(1, -1, 1, 1)
+        self._std = torch.tensor(info.std, device=images.device).view(1, -1, 1, 1)
+
+    def to(self, device: str | torch.device) -> InMemoryImages:
+        """The same images kept on `device`: on a GPU, batches are then cut, augmented and
+        normalised there, and nothing crosses from the CPU while training (Fashion-MNIST's
+        70,000 images take 55 MB as bytes)."""
+        return InMemoryImages(
+            self.images.to(device), self.labels.to(device), self.info, self.augment
+        )
 
     @classmethod
     def from_torchvision(cls, dataset, info: DatasetInfo, augment: bool = False) -> InMemoryImages:
@@ -366,7 +375,11 @@ class InMemoryImages(Dataset):
             images = random_crop_flip(images, self.info.crop_padding, self.info.hflip)
         # The same arithmetic as ToTensor + Normalize, so the numbers match to the last bit.
         images = (images.float().div(255) - self._mean) / self._std
-        return list(zip(images, self.labels[indices].tolist(), strict=True))
+        labels = self.labels[indices]
+        if labels.device.type == "cpu":
+            labels = labels.tolist()  # plain ints, as torchvision's datasets give them
+        # (kept on the GPU there: the loader stacks them into a batch without leaving the device)
+        return list(zip(images, labels, strict=True))
 
 
 class Loaders(NamedTuple):
@@ -388,6 +401,9 @@ def make_loaders(
     limit: int | None = None,
     device: str | torch.device | None = None,
     fraction: float = 1.0,
+    rank: int = 0,
+    world_size: int = 1,
+    on_device: bool | None = None,
 ) -> Loaders:
     """Train, validation and test loaders.
 
@@ -397,9 +413,17 @@ def make_loaders(
     quarter of it); in quick mode it defaults to `QUICK_SIZES`. `fraction` then keeps only that
     share of the training images (the same ones for a given `seed`; validation and test stay
     whole), to see how a model copes with less data (notebook 08). The images are held in memory
-    as bytes and augmented a batch at a time (`InMemoryImages`). Worker processes and pinned
-    memory are used on a GPU; on a CPU the model needs every core, and reading batches from memory
-    costs little next to a training step, so the main process loads the data itself.
+    as bytes and augmented a batch at a time (`InMemoryImages`).
+
+    On a CUDA GPU the bytes are kept on the GPU (`on_device`, by default True there), where the
+    batches are cut, augmented and normalised; with `on_device=False`, worker processes prepare
+    them in pinned memory instead, copied to the GPU in the background. On a CPU the model needs
+    every core, and reading batches from memory costs little next to a training step, so the main
+    process loads the data itself.
+
+    Under torchrun, `rank` and `world_size` give each process its share (`ShardSampler`): the
+    training images split into equal shares (reshuffled together every epoch), validation and test
+    images each read by exactly one process. `batch_size` is then each process's batch.
     """
     info = dataset_info(name)
     if not 0 < fraction <= 1:
@@ -426,16 +450,75 @@ def make_loaders(
     sizes = (max(1, round(sizes[0] * fraction)), *sizes[1:])
     train_idx, val_idx, test_idx = train_idx[: sizes[0]], val_idx[: sizes[1]], test_idx[: sizes[2]]
 
-    settings = loader_settings(pick_device(device))
+    device = pick_device(device)
+    if on_device is None:
+        on_device = device.type == "cuda"
+    if on_device:
+        train_aug, test = train_aug.to(device), test.to(device)
+        train_plain = InMemoryImages(train_aug.images, train_aug.labels, info, augment=False)
+        settings = {"num_workers": 0}  # nothing to load: the batches are cut on the device
+    else:
+        settings = loader_settings(device)
     gen = torch.Generator().manual_seed(seed)
-    return Loaders(
-        train=DataLoader(
-            Subset(train_aug, train_idx), batch_size, shuffle=True, generator=gen, **settings
-        ),
-        val=DataLoader(Subset(train_plain, val_idx), batch_size * 2, **settings),
-        test=DataLoader(Subset(test, test_idx), batch_size * 2, **settings),
-        info=info,
-    )
+    splits = (Subset(train_aug, train_idx), Subset(train_plain, val_idx), Subset(test, test_idx))
+    if world_size == 1:
+        train = DataLoader(splits[0], batch_size, shuffle=True, generator=gen, **settings)
+        val, test = (DataLoader(split, batch_size * 2, **settings) for split in splits[1:])
+    else:
+        shares = [
+            ShardSampler(len(split), rank, world_size, shuffle, gen if shuffle else None)
+            for split, shuffle in zip(splits, (True, False, False), strict=True)
+        ]
+        train = DataLoader(splits[0], batch_size, sampler=shares[0], generator=gen, **settings)
+        val, test = (
+            DataLoader(split, batch_size * 2, sampler=share, **settings)
+            for split, share in zip(splits[1:], shares[1:], strict=True)
+        )
+    return Loaders(train=train, val=val, test=test, info=info)
+
+
+class ShardSampler(Sampler[int]):
+    """One process's share of a split when `world_size` processes train together (torchrun): the
+    job of torch's `DistributedSampler`, for the course's loaders.
+
+    Training (`shuffle=True`): every process draws the same permutation of the split from
+    `generator` (seeded alike in each), cuts it to a multiple of `world_size` (the few images left
+    over sit out this epoch, as with `drop_last`) and takes every `world_size`-th image from `rank`
+    on. The shares are equal and disjoint, so every process takes the same number of steps; together
+    the processes' batches are the batch one process would read from that permutation.
+    Evaluation (`shuffle=False`): images rank, rank + world_size, ...: each image is read by
+    exactly one process, none twice (`DistributedSampler` would pad with repeats).
+    """
+
+    def __init__(
+        self,
+        size: int,
+        rank: int,
+        world_size: int,
+        shuffle: bool,
+        generator: torch.Generator | None = None,
+    ):
+        if not 0 <= rank < world_size:
+            raise ValueError(f"rank must be in [0, {world_size}), got {rank}")
+        if shuffle and size < world_size:
+            raise ValueError(
+                f"{world_size} processes cannot share {size} training images: each needs at least one"
+            )
+        self.size, self.rank, self.world_size = size, rank, world_size
+        self.shuffle, self.generator = shuffle, generator
+
+    def __len__(self) -> int:
+        if self.shuffle:
+            return self.size // self.world_size
+        return len(range(self.rank, self.size, self.world_size))
+
+    def __iter__(self):
+        if self.shuffle:
+            order = torch.randperm(self.size, generator=self.generator)
+            order = order[: len(self) * self.world_size]
+        else:
+            order = torch.arange(self.size)
+        return iter(order[self.rank :: self.world_size].tolist())
 
 
 def loader_settings(device: torch.device) -> dict:
@@ -487,6 +570,8 @@ PHOTOS = ("chelsea", "astronaut", "coffee", "rocket")
 def load_photo(name: str = "chelsea", size: int = 224) -> torch.Tensor:
     """One of scikit-image's photos as a (3, size, size) tensor in [0, 1]: the largest centred
     square, resized (antialiased). "chelsea" is a cat, "coffee" a cup, "rocket" a launch."""
+    import skimage.data  # here, not at the top: a hosted set-up may install it first
+
     if name not in PHOTOS:
         raise ValueError(f"unknown photo {name!r}: expected one of {', '.join(PHOTOS)}")
     pixels = np.asarray(getattr(skimage.data, name)())  # (H, W, 3) uint8

@@ -110,7 +110,7 @@ class DistillationTrainer(Trainer):
     def loss(self, images: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         with torch.no_grad():
             teacher_logits = self.teacher(images)  # (B, classes)
-        cls_logits, dist_logits = self.model(images)  # training mode: both heads
+        cls_logits, dist_logits = self.network(images)  # training mode: both heads
         return distillation_loss(
             cls_logits,
             dist_logits,

@@ -215,7 +215,7 @@ class PretrainTrainer(Trainer):
     the same masks (a fixed seed), so epochs compare."""
 
     def loss(self, images: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        return self.model(images).loss
+        return self.network(images).loss
 
     @torch.no_grad()
     def validate(self) -> dict:
