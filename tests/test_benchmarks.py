@@ -123,3 +123,29 @@ def test_distillation_benchmark_states_the_teachers_minutes(tmp_path, monkeypatc
     teacher_seconds = rows["CNN (the teacher)"]["train_seconds"]
     assert rows["ViT, hard distillation"]["teacher_seconds"] == pytest.approx(teacher_seconds)
     assert rows["ViT"]["teacher_seconds"] is None
+
+
+@pytest.mark.slow  # trains two models through the real pipeline (quick mode)
+def test_batch_scaling_trains_each_batch_and_rate_for_the_same_passes(tmp_path, monkeypatch):
+    batch_scaling = load("batch_scaling")
+    out = tmp_path / "bench"
+    argv = ["batch_scaling.py", "--out", str(out), "--epochs", "1"]
+    monkeypatch.setattr("sys.argv", [*argv, "--settings", "64:2e-3", "256:4e-3"])
+    batch_scaling.main()
+    rows = json.loads((out / "batch_scaling.json").read_text())
+    assert [(r["batch_size"], r["lr"]) for r in rows] == [(64, 2e-3), (256, 4e-3)]
+    assert [r["steps"] for r in rows] == [1024 // 64, 1024 // 256]  # quick mode: 1,024 images
+    metrics = json.loads((out / "b256-lr0.004" / "metrics.json").read_text())
+    assert metrics["batch_size"] == 256 and metrics["train_config"]["lr"] == 4e-3
+
+
+def test_precision_times_every_kind_against_float32(tmp_path, monkeypatch, capsys):
+    precision = load("precision")
+    out = tmp_path / "precision.json"
+    argv = ["precision.py", "--kinds", "fp32", "bf16", "fp16", "--rounds", "1", "--steps", "1"]
+    monkeypatch.setattr("sys.argv", [*argv, "--batch-size", "4", "--json", str(out)])
+    precision.main()
+    results = json.loads(out.read_text())
+    assert set(results["images_per_second"]) == {"fp32", "bf16", "fp16"}
+    assert all(speed > 0 for speed in results["images_per_second"].values())
+    assert "1.00x float32" in capsys.readouterr().out

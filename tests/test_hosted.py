@@ -22,6 +22,7 @@ from vitcourse.environment import (
     RAW_URL,
     REPOSITORY,
     fetch_course_files,
+    prepare_environment,
     setup,
     time_estimate,
 )
@@ -86,7 +87,8 @@ def test_on_a_laptop_setup_only_reports(monkeypatch, capsys):
     monkeypatch.delenv("KAGGLE_KERNEL_RUN_TYPE", raising=False)
     monkeypatch.delenv("VITCOURSE_DATA", raising=False)
     run, urls = Recorder(), []
-    report = setup("06_training", run=run, fetch=from_the_repository(urls))
+    report = prepare_environment("06_training", run=run, fetch=from_the_repository(urls))
+    assert setup("06_training", run=run, fetch=from_the_repository(urls)) is None  # prints
     assert run.commands == [] and urls == []  # nothing installed, nothing downloaded
     assert "VITCOURSE_DATA" not in environment.os.environ
     assert report["where"] == "this machine" and "set-up" not in report
@@ -100,7 +102,7 @@ def test_on_colab_setup_installs_around_torch_fetches_the_data_and_turns_on_widg
 ):
 
     run, urls = Recorder(), []
-    report = setup("08_vit_vs_cnn", run=run, fetch=from_the_repository(urls))
+    report = prepare_environment("08_vit_vs_cnn", run=run, fetch=from_the_repository(urls))
     assert report["where"] == "colab"
     # One pip command, for the missing package only; torch and torchvision held where they are.
     [command] = run.commands
@@ -128,7 +130,7 @@ def test_on_colab_setup_installs_around_torch_fetches_the_data_and_turns_on_widg
     assert shipped_model("fashion-mnist") == data / "trained" / "course-28-7_fashion-mnist.pt"
     # Run again (a learner re-runs the cell): nothing is installed or fetched twice.
     HOSTED_PACKAGES.pop("vitcourse_missing_package")  # installed now (monkeypatch restores it)
-    again = setup("08_vit_vs_cnn", run=run, fetch=from_the_repository(urls))
+    again = prepare_environment("08_vit_vs_cnn", run=run, fetch=from_the_repository(urls))
     assert len(run.commands) == 1 and len(urls) == len(COURSE_FILES)
     assert "fetched" not in again.get("set-up", "")
 
@@ -137,7 +139,7 @@ def test_on_kaggle_setup_fetches_the_data_and_names_kaggles_gpu_setting(bare_run
 
     monkeypatch.setenv("KAGGLE_KERNEL_RUN_TYPE", "Interactive")
     run, urls = Recorder(), []
-    report = setup("01_patches", run=run, fetch=from_the_repository(urls))
+    report = prepare_environment("01_patches", run=run, fetch=from_the_repository(urls))
     assert report["where"] == "kaggle"
     assert len(run.commands) == 1 and len(urls) == len(COURSE_FILES)
     assert "widget manager" not in report["set-up"]  # Kaggle's JupyterLab renders widgets itself
@@ -206,3 +208,13 @@ def test_the_set_up_imports_without_the_packages_it_may_have_to_install():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stderr
+
+
+def test_the_readme_links_every_notebook_and_its_student_copy_to_colab():
+
+    readme = (ROOT / "README.md").read_text()
+    base = f"https://colab.research.google.com/github/{REPOSITORY}/blob/main"
+    for path in NOTEBOOKS:
+        assert f"({base}/notebooks/{path.name})" in readme, path.name
+        assert f"({base}/student/{path.name})" in readme, path.name
+        assert (ROOT / "student" / path.name).exists()

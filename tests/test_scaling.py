@@ -11,6 +11,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from tests.conftest import TINY_VIT
 from vitcourse.checkpoints import CheckpointError, load_checkpoint
 from vitcourse.data import InMemoryImages, ShardSampler, dataset_info, make_loaders
 from vitcourse.training import (
+    Callback,
     TrainConfig,
     Trainer,
     autocast_dtype,
@@ -42,9 +44,12 @@ def test_auto_precision_is_float32_off_cuda_and_bf16_or_fp16_on_it(monkeypatch):
 
     assert autocast_dtype(torch.device("cpu")) is None
     assert autocast_dtype(torch.device("mps")) is None
-    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)
+    # torch answers True on a T4 unless emulation is left out: only native bfloat16 counts.
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: True)
     assert autocast_dtype(torch.device("cuda")) is torch.bfloat16
-    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: False)
+    monkeypatch.setattr(
+        torch.cuda, "is_bf16_supported", lambda including_emulation=True: including_emulation
+    )
     assert autocast_dtype(torch.device("cuda")) is torch.float16  # a T4, a V100
     assert autocast_dtype(torch.device("cuda"), "fp32") is None
     with pytest.raises(ValueError, match="precision must be one of .*got 'half'"):
@@ -196,7 +201,14 @@ def _loaders(rank: int, world: int):
     return Loaders
 
 
-def _train_one_process(rank: int, world: int, port: int, out: str, steps: int) -> None:
+class SlowFirstProcess(Callback):
+    """Rank 0 spends longer per step (as its progress bar and plots do): its clock runs ahead."""
+
+    def on_step_end(self, trainer, loss):
+        time.sleep(0.02)
+
+
+def _train_one_process(rank: int, world: int, port: int, out: str, minutes: float | None) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=world)
     try:
@@ -204,12 +216,17 @@ def _train_one_process(rank: int, world: int, port: int, out: str, steps: int) -
         trainer = Trainer(
             VisionTransformer(TINY_VIT),
             _loaders(rank, world),
-            TrainConfig(epochs=steps, warmup=0.0),
+            TrainConfig(epochs=1, minutes=minutes, warmup=0.0),
+            callbacks=[SlowFirstProcess()] if rank == 0 and minutes else [],
             device="cpu",
         )
         trainer.fit()
         torch.save(
-            {"model": trainer.model.state_dict(), "epochs": trainer.history.epochs},
+            {
+                "model": trainer.model.state_dict(),
+                "epochs": trainer.history.epochs,
+                "steps": trainer.step,
+            },
             Path(out) / f"rank{rank}.pt",
         )
     finally:
@@ -226,7 +243,7 @@ def _free_port() -> int:
 def test_two_processes_end_with_the_same_weights_as_one_process_on_the_whole_batch(tmp_path):
 
     # 64 images, a batch of 16 for both together: 4 steps of one epoch.
-    mp.spawn(_train_one_process, args=(2, _free_port(), str(tmp_path), 1), nprocs=2)
+    mp.spawn(_train_one_process, args=(2, _free_port(), str(tmp_path), None), nprocs=2)
     ranks = [torch.load(tmp_path / f"rank{r}.pt", weights_only=True) for r in range(2)]
     for key, value in ranks[0]["model"].items():
         assert torch.equal(value, ranks[1]["model"][key]), key  # every process holds one model
@@ -260,6 +277,19 @@ def test_two_processes_end_with_the_same_weights_as_one_process_on_the_whole_bat
     assert record["train_loss"] == pytest.approx(one.history.epochs[0]["train_loss"], rel=1e-4)
 
 
+@pytest.mark.slow
+def test_with_a_time_budget_every_process_stops_after_the_same_step(tmp_path):
+
+    # Rank 0's clock runs ahead; had each process followed its own clock, rank 1 would go on to a
+    # step rank 0 never joins, and wait for it forever.
+    mp.spawn(_train_one_process, args=(2, _free_port(), str(tmp_path), 0.01), nprocs=2)
+    ranks = [torch.load(tmp_path / f"rank{r}.pt", weights_only=True) for r in range(2)]
+    assert ranks[0]["steps"] == ranks[1]["steps"] > 1
+    assert len(ranks[0]["epochs"]) == len(ranks[1]["epochs"])
+    for key, value in ranks[0]["model"].items():
+        assert torch.equal(value, ranks[1]["model"][key]), key
+
+
 def test_a_mid_epoch_checkpoint_resumes_only_with_as_many_processes(tmp_path, toy_loaders):
 
     trainer = Trainer(VisionTransformer(TINY_VIT), toy_loaders(), device="cpu")
@@ -286,7 +316,16 @@ def _torchrun(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 def test_torchrun_trains_writes_once_and_resumes(tmp_path):
 
     out = tmp_path / "run"
-    common = ["--preset", "course-28/7", "--device", "cpu", "--batch-size", "128", "--out", str(out)]
+    common = [
+        "--preset",
+        "course-28/7",
+        "--device",
+        "cpu",
+        "--batch-size",
+        "128",
+        "--out",
+        str(out),
+    ]
     first = _torchrun("--epochs", "1", *common, cwd=tmp_path)
     assert first.stdout.count("test accuracy") == 1  # only rank 0 prints and writes
     assert "2 processes of 64 images a step each" in first.stdout
@@ -314,3 +353,15 @@ def test_torchrun_refuses_a_batch_the_processes_cannot_share(tmp_path):
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode != 0
     assert "--batch-size 101 is the batch of all 2 processes together" in done.stderr
+
+
+def test_the_default_learning_rate_grows_with_the_square_root_of_the_batch():
+
+    from vitcourse.train import build, parse_args, scaled_lr
+
+    assert scaled_lr(128) == pytest.approx(2e-3)  # the CPU recipe, unchanged
+    assert scaled_lr(512) == pytest.approx(4e-3)  # what benchmarks/batch_scaling.py found best
+    args = parse_args(["--batch-size", "512"])
+    assert build(args)[1].lr == pytest.approx(4e-3)
+    args = parse_args(["--batch-size", "512", "--lr", "1e-3"])
+    assert build(args)[1].lr == pytest.approx(1e-3)  # a rate asked for stands

@@ -4,7 +4,8 @@ Each module is one concept, introduced by one notebook (Dosovitskiy et al., "An 
 16x16 Words", ICLR 2021):
 
     environment, data   notebook 00: the machine, the data folder, the datasets and each one's
-                        course models (`DatasetInfo.vit_preset`, `train_preset`, `cnn_preset`)
+                        course models (`DatasetInfo.vit_preset`, `train_preset`, `cnn_preset`);
+                        every notebook's set-up cell (`setup`: Colab, Kaggle, a laptop)
     patching            notebook 01: an image as a sequence of patches
     embedding           notebook 02: patch embedding, position embeddings
     attention           notebook 03: scaled dot-product and multi-head self-attention
@@ -13,7 +14,8 @@ Each module is one concept, introduced by one notebook (Dosovitskiy et al., "An 
                         `count_parameters`, timm/torchvision weights
     checks, widgets     notebooks 01-05: exercise checks with hints; interactive explorers
     student             student copies of the notebooks, solutions removed
-    training, live      notebook 06: the trainer and its callbacks; the live attention plot
+    training, live      notebook 06: the trainer and its callbacks; the live attention plot;
+                        mixed precision, torch.compile and torchrun (the README's "Scaling up")
     checkpoints         notebook 06: model files and training runs, saved and loaded safely;
                         the registry of model kinds (ViT, CNN); the shipped trained model
     train               the command-line trainer, python -m vitcourse.train

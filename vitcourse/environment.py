@@ -246,8 +246,17 @@ def _download(url: str) -> bytes:
         return response.read()
 
 
-def setup(notebook: str | None = None, run=subprocess.run, fetch=None) -> dict[str, str]:
-    """Get a notebook ready to run, and say where it runs. Every notebook's first cell calls it.
+def setup(notebook: str | None = None, run=subprocess.run, fetch=None) -> None:
+    """Get a notebook ready to run, and say where it runs: every notebook's first cell calls it
+    with the notebook's name. `prepare_environment` does the work; this prints its report."""
+    for key, value in prepare_environment(notebook, run, fetch).items():
+        print(f"{key + ':':<12} {value}")
+
+
+def prepare_environment(
+    notebook: str | None = None, run=subprocess.run, fetch=None
+) -> dict[str, str]:
+    """Get a notebook ready to run; returns a report of where it runs and what was done.
 
     On Colab or Kaggle (the set-up cell has just installed this package from GitHub):
     - installs the packages the course needs that the runtime lacks (`HOSTED_PACKAGES`), never
@@ -255,8 +264,8 @@ def setup(notebook: str | None = None, run=subprocess.run, fetch=None) -> dict[s
     - where the data folder is missing, makes `data/` in the working folder and fetches
       Fashion-MNIST and the course's trained models into it from the repository;
     - on Colab, turns on its custom widget manager, which ipywidgets' sliders need there.
-    Everywhere: prints the device and the notebook's measured running time, and on a hosted
-    runtime without a GPU, how to get one. Returns what it printed, as a dict.
+    Everywhere: reports the device and the notebook's measured running time, and on a hosted
+    runtime without a GPU, how to get one.
 
     `run` runs a command (the tests pass one that records it), `fetch` downloads a file.
     """
@@ -297,8 +306,6 @@ def setup(notebook: str | None = None, run=subprocess.run, fetch=None) -> dict[s
                 else "Settings > Accelerator > GPU, then run this cell again"
             )
         )
-    for key, value in report.items():
-        print(f"{key + ':':<12} {value}")
     return report
 
 

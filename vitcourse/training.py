@@ -96,7 +96,8 @@ PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 def autocast_dtype(device: torch.device, precision: str = "auto") -> torch.dtype | None:
     """The lower precision to compute in with `torch.autocast`, or None for plain float32.
 
-    "auto": on a CUDA GPU bfloat16 where it has it (Ampere and later), else float16 (which needs a
+    "auto": on a CUDA GPU bfloat16 where it has it natively (Ampere and later), else float16 (Colab's
+    T4, a V100; it needs a
     gradient scaler: its small range would round tiny gradients to zero); elsewhere float32. On a
     CPU without native bfloat16, autocast was measured about 17 times slower than float32.
     """
@@ -105,7 +106,10 @@ def autocast_dtype(device: torch.device, precision: str = "auto") -> torch.dtype
     if precision == "auto":
         if device.type != "cuda":
             return None
-        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        # Native bfloat16 only: a T4 or V100 would emulate it, slowly (torch answers True there
+        # unless asked to leave emulation out).
+        native = torch.cuda.is_bf16_supported(including_emulation=False)
+        return torch.bfloat16 if native else torch.float16
     return {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
 
 
@@ -321,24 +325,17 @@ class Trainer:
             self._count_time()  # callbacks see `elapsed` up to date, this step included
             self._call("on_step_end", self.history.step_losses[-1])
             self._count_time()  # ... and their own time counts too, unless they pause the clock
-            if self.config.minutes is not None:
-                if self.world_size > 1:  # every process stops at the same step: the slowest's clock
-                    self.elapsed = all_reduce_max(self.elapsed, self.device)
-                if self.done():
-                    break
+            if self.config.minutes is not None and self._time_is_up():
+                break
         # Measuring is not training: validation takes nothing from a time budget, so a model with
         # a small training split (many short epochs) gets as much training time as any other.
         with self.paused():
             val = self.validate()
         self.epoch, self.batch = self.epoch + 1, 0
         losses = self.history.step_losses[first_step:]
-        train_loss = sum(losses) / max(len(losses), 1)
-        if self.world_size > 1:  # each process saw its share: the mean over all of them
-            total = all_reduce_sum(torch.tensor([train_loss], dtype=torch.float64), self.device)
-            train_loss = total.item() / self.world_size
         return {
             "epoch": self.epoch,
-            "train_loss": train_loss,
+            "train_loss": self._mean_over_processes(sum(losses) / max(len(losses), 1)),
             "val_loss": val["loss"],
             "val_acc": val.get("acc"),  # None when the model does not classify (pre-training)
             "seconds": _now() - start,
@@ -353,6 +350,20 @@ class Trainer:
         """Measure the model on the validation split: a dict with "loss" (and "acc" if it
         classifies). Runs after every epoch, outside the time budget."""
         return evaluate(self.model, self.loaders.val, self.device)
+
+    def _time_is_up(self) -> bool:
+        """Is the time budget spent? Under torchrun the processes agree, on the slowest one's
+        clock, so that they all stop after the same step."""
+        if self.world_size > 1:
+            self.elapsed = all_reduce_max(self.elapsed, self.device)
+        return self.done()
+
+    def _mean_over_processes(self, value: float) -> float:
+        """Under torchrun, the mean of each process's `value` (each saw its share of the data)."""
+        if self.world_size == 1:
+            return value
+        total = all_reduce_sum(torch.tensor([value], dtype=torch.float64), self.device)
+        return total.item() / self.world_size
 
     @contextmanager
     def paused(self):
