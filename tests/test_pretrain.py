@@ -138,3 +138,9 @@ def test_init_also_takes_a_whole_pretraining_run(pretrained, tmp_path):
     probed = load_model(out / "model.pt")
     assert torch.equal(probed.pos_embed, encoder.pos_embed)
     assert torch.equal(probed.blocks[1].mlp.fc2.weight, encoder.blocks[1].mlp.fc2.weight)
+
+
+def test_pretrain_refuses_several_processes(monkeypatch, tmp_path):
+    monkeypatch.setenv("WORLD_SIZE", "2")  # as torchrun --nproc_per_node=2 sets it
+    with pytest.raises(SystemExit, match="pre-training runs in one process"):
+        pretrain.main(["--out", str(tmp_path / "run")])

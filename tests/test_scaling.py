@@ -6,8 +6,10 @@ float16 with a gradient scaler, the data kept on "the device"); the choices that
 backend, as torchrun starts them on GPUs.
 """
 
+import dataclasses
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -213,8 +215,11 @@ def _train_one_process(rank: int, world: int, port: int, out: str, minutes: floa
     dist.init_process_group("gloo", rank=rank, world_size=world)
     try:
         torch.manual_seed(rank)  # different starting weights: DDP must hand out rank 0's
+        # With a time budget, a convolutional stem: BatchNorm's running statistics, which each
+        # process updates from its own batches, must end the same in every process too.
+        config = dataclasses.replace(TINY_VIT, stem_channels=(4,)) if minutes else TINY_VIT
         trainer = Trainer(
-            VisionTransformer(TINY_VIT),
+            VisionTransformer(config),
             _loaders(rank, world),
             TrainConfig(epochs=1, minutes=minutes, warmup=0.0),
             callbacks=[SlowFirstProcess()] if rank == 0 and minutes else [],
@@ -226,6 +231,7 @@ def _train_one_process(rank: int, world: int, port: int, out: str, minutes: floa
                 "model": trainer.model.state_dict(),
                 "epochs": trainer.history.epochs,
                 "steps": trainer.step,
+                "draw": torch.rand(1),  # each process draws its own random numbers
             },
             Path(out) / f"rank{rank}.pt",
         )
@@ -286,8 +292,10 @@ def test_with_a_time_budget_every_process_stops_after_the_same_step(tmp_path):
     ranks = [torch.load(tmp_path / f"rank{r}.pt", weights_only=True) for r in range(2)]
     assert ranks[0]["steps"] == ranks[1]["steps"] > 1
     assert len(ranks[0]["epochs"]) == len(ranks[1]["epochs"])
-    for key, value in ranks[0]["model"].items():
+    assert any("running_mean" in key for key in ranks[0]["model"])
+    for key, value in ranks[0]["model"].items():  # weights and BatchNorm's statistics
         assert torch.equal(value, ranks[1]["model"][key]), key
+    assert not torch.equal(ranks[0]["draw"], ranks[1]["draw"])
 
 
 def test_a_mid_epoch_checkpoint_resumes_only_with_as_many_processes(tmp_path, toy_loaders):
@@ -365,3 +373,61 @@ def test_the_default_learning_rate_grows_with_the_square_root_of_the_batch():
     assert build(args)[1].lr == pytest.approx(4e-3)
     args = parse_args(["--batch-size", "512", "--lr", "1e-3"])
     assert build(args)[1].lr == pytest.approx(1e-3)  # a rate asked for stands
+
+
+@pytest.mark.slow  # float16 autocast on a CPU is slow
+def test_the_float16_gradient_scale_is_saved_and_resumed(tmp_path, toy_loaders):
+
+    trainer = Trainer(
+        VisionTransformer(TINY_VIT),
+        toy_loaders(),
+        TrainConfig(epochs=1),
+        device="cpu",
+        precision="fp16",
+    )
+    trainer.fit()
+    trainer.scaler.update(1234.0)  # a scale the steps might have learned
+    trainer.save(tmp_path / "run.pt")
+    again = Trainer(
+        VisionTransformer(TINY_VIT),
+        toy_loaders(),
+        TrainConfig(epochs=1),
+        device="cpu",
+        precision="fp16",
+    )
+    again.resume(tmp_path / "run.pt")
+    assert again.scaler.get_scale() == 1234.0
+
+
+@pytest.mark.slow
+def test_ctrl_c_under_torchrun_saves_a_checkpoint_that_resumes(tmp_path):
+
+    out = tmp_path / "run"
+    env = {**os.environ, "VITCOURSE_QUICK": "1", "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2"]
+    command += ["--master_port", str(_free_port()), "-m", "vitcourse.train", "--epochs", "500"]
+    command += ["--preset", "course-28/7", "--device", "cpu", "--batch-size", "128"]
+    # A terminal's Ctrl-C reaches torchrun and both processes: a process group of their own.
+    run = subprocess.Popen(
+        [*command, "--out", str(out)],
+        env=env,
+        cwd=tmp_path,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while not (out / "checkpoint.pt").exists() and time.monotonic() < deadline:
+        time.sleep(0.5)  # the first epoch's checkpoint: training is under way
+    time.sleep(1)
+    os.killpg(run.pid, signal.SIGINT)
+    output = run.communicate(timeout=120)[0]
+    assert output.count("interrupted after") == 2, output[-3000:]  # both processes stopped
+    state = load_checkpoint(out / "checkpoint.pt")
+    assert state["schedule"]["world_size"] == 2 and state["schedule"]["epoch"] < 500
+    stopped_at = state["schedule"]["epoch"]
+    done = _torchrun("--resume", "--epochs", str(stopped_at + 1), "--out", str(out), cwd=tmp_path)
+    assert "resuming" in done.stdout
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["epochs"][-1]["epoch"] == stopped_at + 1 and not metrics["interrupted"]

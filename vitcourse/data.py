@@ -367,7 +367,10 @@ class InMemoryImages(Dataset):
         return len(self.labels)
 
     def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
-        return self.__getitems__([index])[0]
+        """One image and its label, on the CPU wherever the bytes are kept: one image is for
+        looking at (plotting, a figure's samples), batches are for training."""
+        image, label = self.__getitems__([index])[0]
+        return image.cpu(), int(label)
 
     def __getitems__(self, indices: list[int]) -> list[tuple[torch.Tensor, int]]:
         images = self.images[indices]
@@ -403,7 +406,7 @@ def make_loaders(
     fraction: float = 1.0,
     rank: int = 0,
     world_size: int = 1,
-    on_device: bool | None = None,
+    on_device: bool = False,
 ) -> Loaders:
     """Train, validation and test loaders.
 
@@ -415,9 +418,12 @@ def make_loaders(
     whole), to see how a model copes with less data (notebook 08). The images are held in memory
     as bytes and augmented a batch at a time (`InMemoryImages`).
 
-    On a CUDA GPU the bytes are kept on the GPU (`on_device`, by default True there), where the
-    batches are cut, augmented and normalised; with `on_device=False`, worker processes prepare
-    them in pinned memory instead, copied to the GPU in the background. On a CPU the model needs
+    On a CUDA GPU, worker processes prepare the batches in pinned (page-locked) memory, which the
+    trainer copies to the GPU in the background (`non_blocking`). With `on_device=True` (the
+    command-line trainers on a GPU) the bytes are kept on the GPU instead, and the batches are cut,
+    augmented and normalised there: nothing crosses from the CPU while training, but the batches
+    then come out on the GPU, so code that plots them or compares them with CPU tensors must move
+    them first (the notebooks' cells do both, so they keep the default). On a CPU the model needs
     every core, and reading batches from memory costs little next to a training step, so the main
     process loads the data itself.
 
@@ -451,8 +457,6 @@ def make_loaders(
     train_idx, val_idx, test_idx = train_idx[: sizes[0]], val_idx[: sizes[1]], test_idx[: sizes[2]]
 
     device = pick_device(device)
-    if on_device is None:
-        on_device = device.type == "cuda"
     if on_device:
         train_aug, test = train_aug.to(device), test.to(device)
         train_plain = InMemoryImages(train_aug.images, train_aug.labels, info, augment=False)

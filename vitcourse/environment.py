@@ -160,20 +160,22 @@ COURSE_FILES = {
 }
 
 # Each notebook in full mode with its defaults, in seconds, measured on a 2-core CPU with
-# `python benchmarks/notebook_times.py --mode full` (the README's table; notebooks 00-05 and 07
-# took 10 to 16 s each). Nothing was timed on a GPU. The options that train for longer, with theirs.
+# `python benchmarks/notebook_times.py --mode full` (the README's table). Nothing was timed on a
+# GPU. The options that train for longer, with theirs.
 CPU_SECONDS = {
     "00_welcome_and_data": 16,
-    "01_patches": 16,
-    "02_embeddings": 16,
-    "03_attention": 16,
-    "04_transformer_block": 16,
-    "05_vision_transformer": 16,
+    "01_patches": 15,
+    "02_embeddings": 10,
+    "03_attention": 10,
+    "04_transformer_block": 10,
+    "05_vision_transformer": 11,
     "06_training": 330,
-    "07_inside_a_vit": 16,
+    "07_inside_a_vit": 14,
     "08_vit_vs_cnn": 10,
     "09_when_vits_win": 10,
 }
+# Notebooks whose full mode (or live option) trains for a set number of minutes: as long anywhere.
+TIME_BUDGETS = ("06_training", "08_vit_vs_cnn", "09_when_vits_win")
 LIVE_OPTIONS = {
     "08_vit_vs_cnn": ("RACE_LIVE = True", 909),
     "09_when_vits_win": ("COMPARE_LIVE = True", 1374),
@@ -204,7 +206,9 @@ def time_estimate(notebook: str | None, device: torch.device) -> str:
         option, seconds = LIVE_OPTIONS[notebook]
         text += f" ({option}: {_minutes(seconds)})"
     if device.type != "cpu":
-        text += f"; on this {device.type.upper()} it was not timed: expect less"
+        text += f"; not timed on a {'GPU' if device.type == 'cuda' else device.type.upper()}"
+        if notebook in TIME_BUDGETS:
+            text += ": its trainings run for set minutes, as long there, and get further"
     return text
 
 

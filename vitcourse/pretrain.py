@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -27,7 +28,7 @@ import torch
 
 from vitcourse.checkpoints import CheckpointError, load_checkpoint, save_model
 from vitcourse.data import dataset_info, denormalize, make_loaders
-from vitcourse.environment import quick_mode
+from vitcourse.environment import pick_device, quick_mode
 from vitcourse.pretraining import (
     PRETRAIN_RECIPE,
     MAEConfig,
@@ -76,6 +77,11 @@ RUN_ARGS = ("dataset", "batch_size", "no_augment")
 
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # started by torchrun with several processes
+        raise SystemExit(
+            "error: pre-training runs in one process; several processes (torchrun) would each "
+            "pre-train alone and write the same files. Run python -m vitcourse.pretrain instead"
+        )
     info = dataset_info(args.dataset)
     out = args.out or Path("runs") / f"mae-{info.name}"
     checkpoint, run_file = out / "checkpoint.pt", out / "run.json"
@@ -123,6 +129,7 @@ def main(argv: list[str] | None = None) -> dict:
         augment=not args.no_augment,
         seed=train_config.seed,
         device=args.device,
+        on_device=pick_device(args.device).type == "cuda",  # the data stays on the GPU
     )
     model = MaskedAutoencoder(config)
     callbacks = [ProgressCallback(), CheckpointCallback(checkpoint)]

@@ -99,7 +99,8 @@ def autocast_dtype(device: torch.device, precision: str = "auto") -> torch.dtype
     "auto": on a CUDA GPU bfloat16 where it has it natively (Ampere and later), else float16 (Colab's
     T4, a V100; it needs a
     gradient scaler: its small range would round tiny gradients to zero); elsewhere float32. On a
-    CPU without native bfloat16, autocast was measured about 17 times slower than float32.
+    CPU without native bfloat16, autocast was measured 18 times slower than float32 in bfloat16
+    and 21 times in float16 (benchmarks/precision.py).
     """
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
@@ -251,6 +252,7 @@ class Trainer:
             torch.amp.GradScaler(self.device.type) if self.amp_dtype == torch.float16 else None
         )
         self.world_size = dist.get_world_size() if distributed() else 1
+        self.rank = dist.get_rank() if distributed() else 0
         self.loaders = loaders
         self.config = config
         self.callbacks = list(callbacks)
@@ -278,11 +280,14 @@ class Trainer:
     def fit(self) -> History:
         """Train until the epochs or the time budget are used up (or Ctrl-C). Returns the history."""
         if self.step == 0:
-            seed_everything(self.config.seed)
+            # Under torchrun each process draws its own random crops and flips (the shuffling
+            # has a generator of its own, the same in every process).
+            seed_everything(self.config.seed + self.rank)
         self.interrupted = False
+        self._tick = _now()
         self._call("on_fit_start")
         try:
-            while not self.done():
+            while not (self._time_is_up() if self.config.minutes is not None else self.done()):
                 record = self.train_epoch()
                 self.history.epochs.append(record)
                 self._call("on_epoch_end", record)
@@ -327,6 +332,7 @@ class Trainer:
             self._count_time()  # ... and their own time counts too, unless they pause the clock
             if self.config.minutes is not None and self._time_is_up():
                 break
+        self._share_buffers()
         # Measuring is not training: validation takes nothing from a time budget, so a model with
         # a small training split (many short epochs) gets as much training time as any other.
         with self.paused():
@@ -353,10 +359,20 @@ class Trainer:
 
     def _time_is_up(self) -> bool:
         """Is the time budget spent? Under torchrun the processes agree, on the slowest one's
-        clock, so that they all stop after the same step."""
+        clock, so that they all stop after the same step and set the same learning rates."""
         if self.world_size > 1:
+            self._count_time()
             self.elapsed = all_reduce_max(self.elapsed, self.device)
+            self._tick = _now()  # the wait for the others counts for none of them
         return self.done()
+
+    def _share_buffers(self) -> None:
+        """Under torchrun, give every process the first one's buffers (a BatchNorm's running
+        statistics, which each process updates from its own batches), so that all of them measure,
+        and save, the same model."""
+        if self.world_size > 1:
+            for buffer in self.model.buffers():
+                dist.broadcast(buffer, src=0)
 
     def _mean_over_processes(self, value: float) -> float:
         """Under torchrun, the mean of each process's `value` (each saw its share of the data)."""
@@ -421,6 +437,8 @@ class Trainer:
                 "torch": torch.get_rng_state(),
                 "loader": loader_state,
             },
+            # float16's gradient scale, learned over the steps (None without one)
+            "scaler": self.scaler.state_dict() if self.scaler is not None else None,
         }
 
     def save(self, path: str | Path) -> Path:
@@ -457,7 +475,11 @@ class Trainer:
         self.epoch, self.step, self.batch = schedule["epoch"], schedule["step"], schedule["batch"]
         self.elapsed = schedule["elapsed"]
         self.history = History(**state["history"])
+        if self.scaler is not None and state.get("scaler"):
+            self.scaler.load_state_dict(state["scaler"])
         torch.set_rng_state(state["rng"]["torch"])
+        if self.rank:  # the checkpoint holds the first process's random state: draw afresh
+            torch.manual_seed(self.config.seed + self.rank + self.world_size * self.step)
         generator = getattr(self.loaders.train, "generator", None)
         if generator is not None and state["rng"]["loader"] is not None:
             generator.set_state(state["rng"]["loader"])
