@@ -431,3 +431,12 @@ def test_ctrl_c_under_torchrun_saves_a_checkpoint_that_resumes(tmp_path):
     assert "resuming" in done.stdout
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["epochs"][-1]["epoch"] == stopped_at + 1 and not metrics["interrupted"]
+
+
+def test_torchrun_on_a_device_it_cannot_share_is_a_clear_error(monkeypatch):
+
+    monkeypatch.setenv("WORLD_SIZE", "2")  # as torchrun --nproc_per_node=2 sets it
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    with pytest.raises(ValueError, match="train on CUDA GPUs or on the CPU, not on 'mps'"):
+        init_distributed("mps")
+    assert not distributed()

@@ -336,7 +336,10 @@ def start_from(model: torch.nn.Module, path: Path, freeze: bool) -> None:
 
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
-    rank, world_size, args.device = init_distributed(args.device)
+    try:
+        rank, world_size, args.device = init_distributed(args.device)
+    except ValueError as e:  # e.g. --device mps under torchrun
+        raise SystemExit(f"error: {e}") from None
     try:
         return _train(args, argv, rank, world_size)
     finally:

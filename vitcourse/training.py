@@ -96,11 +96,10 @@ PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 def autocast_dtype(device: torch.device, precision: str = "auto") -> torch.dtype | None:
     """The lower precision to compute in with `torch.autocast`, or None for plain float32.
 
-    "auto": on a CUDA GPU bfloat16 where it has it natively (Ampere and later), else float16 (Colab's
-    T4, a V100; it needs a
-    gradient scaler: its small range would round tiny gradients to zero); elsewhere float32. On a
-    CPU without native bfloat16, autocast was measured 18 times slower than float32 in bfloat16
-    and 21 times in float16 (benchmarks/precision.py).
+    "auto": on a CUDA GPU, bfloat16 where it has it natively (Ampere and later), else float16
+    (Colab's T4, a V100), which needs a gradient scaler: its small range would round tiny
+    gradients to zero. Elsewhere float32: on a CPU without native bfloat16, autocast was measured
+    18 times slower than float32 in bfloat16 and 21 times in float16 (benchmarks/precision.py).
     """
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
