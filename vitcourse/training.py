@@ -628,21 +628,21 @@ def init_distributed(device: str | None = None) -> tuple[int, int, str | None]:
     return dist.get_rank(), world_size, device
 
 
-def all_reduce_sum(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
-    """The sum of `tensor` over every process (each process passes its own)."""
-    # NCCL adds up tensors on the GPU; gloo on the CPU.
+def all_reduce_sum(tensor: torch.Tensor, device: torch.device, op=None) -> torch.Tensor:
+    """The sum of `tensor` over every process (each process passes its own); `op` another
+    reduction, such as `dist.ReduceOp.MAX`."""
+    # NCCL reduces tensors on the GPU; gloo on the CPU.
     on = device if dist.get_backend() == "nccl" else torch.device("cpu")
     total = tensor.to(on).clone()
-    dist.all_reduce(total, op=dist.ReduceOp.SUM)
+    dist.all_reduce(total, op=dist.ReduceOp.SUM if op is None else op)
     return total.to(tensor.device)
 
 
 def all_reduce_max(value: float, device: torch.device) -> float:
     """The largest of every process's `value`."""
-    on = device if dist.get_backend() == "nccl" else torch.device("cpu")
-    tensor = torch.tensor([value], dtype=torch.float64, device=on)
-    dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
-    return tensor.item()
+    return all_reduce_sum(
+        torch.tensor([value], dtype=torch.float64), device, dist.ReduceOp.MAX
+    ).item()
 
 
 def _now() -> float:
