@@ -24,16 +24,9 @@ from torch.utils.data import DataLoader, RandomSampler, TensorDataset
 
 from tests.conftest import TINY_VIT
 from vitcourse.checkpoints import CheckpointError, load_checkpoint
-from vitcourse.data import InMemoryImages, ShardSampler, dataset_info, make_loaders
-from vitcourse.training import (
-    Callback,
-    TrainConfig,
-    Trainer,
-    autocast_dtype,
-    distributed,
-    evaluate,
-    init_distributed,
-)
+from vitcourse.data import InMemoryImages, dataset_info, make_loaders
+from vitcourse.scaling import ShardSampler, autocast_dtype, distributed, init_distributed
+from vitcourse.training import Callback, TrainConfig, Trainer, evaluate
 from vitcourse.vit import VisionTransformer
 
 ROOT = Path(__file__).resolve().parent.parent

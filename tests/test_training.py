@@ -9,6 +9,7 @@ import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 from tests.conftest import TINY_VIT, make_toy_loaders
+from vitcourse.checkpoints import load_checkpoint
 from vitcourse.cnn import SmallCNN
 from vitcourse.training import (
     Callback,
@@ -19,7 +20,6 @@ from vitcourse.training import (
     Trainer,
     evaluate,
     learning_rate,
-    load_checkpoint,
     make_optimizer,
 )
 from vitcourse.vit import VisionTransformer
@@ -112,9 +112,9 @@ def test_evaluate_metrics_on_a_known_case():
 def test_time_budget_drives_the_schedule_and_stops(monkeypatch):
     """With a stand-in clock on which every step takes 10 ms, the run is the same on any
     machine, busy or not: the budget, not the speed of the computer, decides."""
-    from vitcourse import training
+    from vitcourse import clock
 
-    monkeypatch.setattr(training, "_now", lambda: trainer.step * 0.01)
+    monkeypatch.setattr(clock, "now", lambda: trainer.step * 0.01)
     config = TrainConfig(minutes=0.5 / 60, lr=1e-3, warmup=0.2)  # half a (stand-in) second
     trainer = new_trainer(config)
     seen = []
@@ -213,10 +213,10 @@ def test_learning_rate_is_finite_everywhere():
 
 def test_timeline_measures_accuracy_over_training_time(monkeypatch, tiny_cnn, toy_loaders):
     """A stand-in clock moves 10 ms per reading; evaluations are paused time."""
-    from vitcourse import training
+    from vitcourse import clock
 
     ticks = iter(range(10**6))
-    monkeypatch.setattr(training, "_now", lambda: next(ticks) * 0.01)
+    monkeypatch.setattr(clock, "now", lambda: next(ticks) * 0.01)
     torch.manual_seed(0)
     loaders = toy_loaders()
     timeline = Timeline(loaders.val, every_seconds=0.2)
@@ -248,20 +248,20 @@ def test_progress_prints_a_line_every_few_epochs(capsys):
 
 
 def test_progress_bar_counts_steps_or_budget_seconds(monkeypatch):
-    from vitcourse import training
+    from vitcourse import callbacks, clock
 
     # Draw the bar into a string even though pytest's output is not a terminal.
-    class Drawn(training.tqdm):
+    class Drawn(callbacks.tqdm):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **{**kwargs, "disable": False, "file": io.StringIO()})
 
-    monkeypatch.setattr(training, "tqdm", Drawn)
+    monkeypatch.setattr(callbacks, "tqdm", Drawn)
     bar = ProgressCallback()
     trainer = new_trainer(TrainConfig(epochs=2), [bar])
     trainer.fit()
     assert bar.bar.total == bar.bar.n == trainer.step == 2 * trainer.steps_per_epoch
     # A budget: the bar counts its seconds (a stand-in clock: every step takes 0.1 s).
-    monkeypatch.setattr(training, "_now", lambda: trainer.step * 0.1)
+    monkeypatch.setattr(clock, "now", lambda: trainer.step * 0.1)
     bar = ProgressCallback()
     trainer = new_trainer(TrainConfig(minutes=3 / 60), [bar])
     trainer.fit()

@@ -1,0 +1,92 @@
+"""vitcourse.checks.analysis: attention_rollout (notebook 07) and equivariance_error (08) accept
+right answers and name each mistake.
+The wrong answers are written the way a learner would write them, not copied from the
+checks' own simulations."""
+
+import pytest
+import torch
+
+from vitcourse import checks
+
+# --- notebook 07: attention rollout ------------------------------------------------------------
+
+
+def _rollout(combine="mean", residual=True, renormalise=True, new_on_left=True, layers=None):
+    def attention_rollout(maps):
+        L, B, h, T, _ = maps.shape
+        eye = torch.eye(T)
+        result = eye.expand(B, T, T)
+        for layer in maps if layers is None else maps[layers]:
+            a = layer.mean(dim=1) if combine == "mean" else layer.amax(dim=1)
+            if residual:
+                a = a + eye
+            if renormalise:
+                a = a / a.sum(dim=-1, keepdim=True)
+            result = a @ result if new_on_left else result @ a
+        return result
+
+    return attention_rollout
+
+
+def test_attention_rollout_check_accepts_good_answers():
+    from vitcourse.analysis import attention_rollout
+
+    assert checks.check_attention_rollout(attention_rollout) is attention_rollout
+    good = _rollout()
+    assert checks.check_attention_rollout(good) is good
+
+
+@pytest.mark.parametrize(
+    "fn, hint",
+    [
+        (_rollout(residual=False), "the residual path is missing"),
+        (_rollout(renormalise=False), "rows sum to 2"),
+        (_rollout(new_on_left=False), "multiplied in the wrong order"),
+        (_rollout(combine="max"), "by their mean"),
+        (_rollout(layers=slice(-1, None)), "only the last layer"),
+        (lambda maps: maps.mean(2), "one map per layer"),
+    ],
+)
+def test_attention_rollout_mistakes(fn, hint):
+    with pytest.raises(AssertionError, match=hint):
+        checks.check_attention_rollout(fn)
+
+
+# --- notebook 08: translation equivariance -----------------------------------------------------
+
+
+def _equivariance(shift_features=True, dims=-1, border=True, relative=True):
+    def equivariance_error(features, image, shift, border_columns):
+        a = features(image)
+        if shift_features:
+            a = torch.roll(a, shift, dims=dims)
+        b = features(torch.roll(image, shift, dims=dims))
+        if border:
+            a, b = a[..., border_columns:-border_columns], b[..., border_columns:-border_columns]
+        error = (a - b).norm()
+        return (error / a.norm() if relative else error).item()
+
+    return equivariance_error
+
+
+def test_equivariance_check_accepts_good_answers():
+    from vitcourse.analysis import equivariance_error
+
+    assert checks.check_equivariance_error(equivariance_error) is equivariance_error
+    good = _equivariance()
+    assert checks.check_equivariance_error(good) is good
+
+
+@pytest.mark.parametrize(
+    "fn, hint",
+    [
+        (_equivariance(shift_features=False), "shift the features too"),
+        (_equivariance(dims=-2), "shift along the width"),
+        (_equivariance(border=False), "leave out `border` columns"),
+        (_equivariance(relative=False), "make it relative"),
+        (lambda f, x, s, b: "small", "should return one number"),
+    ],
+)
+def test_equivariance_mistakes(fn, hint):
+    with pytest.raises(AssertionError, match=hint):
+        checks.check_equivariance_error(fn)

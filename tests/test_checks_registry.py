@@ -1,0 +1,117 @@
+"""vitcourse.checks' registry and harness: an open exercise hands back the reference, a right
+answer is returned and praised, a wrong one fails with a short message that shows nothing of the
+reference; every check sits in the checks module named after the module it checks."""
+
+import contextlib
+import importlib
+import inspect
+import io
+
+import pytest
+import torch
+from IPython.core.interactiveshell import InteractiveShell
+
+from vitcourse import checks
+from vitcourse.attention import scaled_dot_product_attention
+from vitcourse.checks.harness import CheckFailed
+from vitcourse.patching import patchify
+
+
+def open_exercise(*args, **kwargs):
+    raise NotImplementedError()
+
+
+def test_open_exercise_hands_back_the_reference(capsys):
+    assert checks.check_patchify(open_exercise) is patchify
+    assert "not written yet" in capsys.readouterr().out
+    assert checks.check_attention(open_exercise) is scaled_dot_product_attention
+
+
+def test_correct_answer_is_returned_and_praised(capsys):
+    def my_patchify(images, patch_size):
+        B, C, H, W = images.shape
+        P = patch_size
+        x = images.reshape(B, C, H // P, P, W // P, P).permute(0, 2, 4, 3, 5, 1)
+        return x.reshape(B, -1, P * P * C)
+
+    assert checks.check_patchify(my_patchify) is my_patchify
+    assert "correct" in capsys.readouterr().out
+
+
+def _check_cells():
+    return {name: getattr(checks, name) for name in checks.__all__ if name.startswith("check_")}
+
+
+def test_every_exercise_is_registered_once_by_the_checks_module_of_its_reference():
+    cells = _check_cells()
+    assert len(cells) == len(checks.EXERCISES) == 16
+    registered = {cell.exercise for cell in cells.values()}
+    assert registered == set(checks.EXERCISES)
+    for cell in cells.values():
+        reference = checks.EXERCISES[cell.exercise].reference
+        checked_module = reference.__module__.rsplit(".", 1)[-1]  # e.g. "patching"
+        assert cell.__wrapped__.__module__ == f"vitcourse.checks.{checked_module}", cell.exercise
+
+
+def test_exercises_are_listed_in_the_course_order():
+    notebooks = [exercise.notebook for exercise in checks.EXERCISES.values()]
+    assert notebooks == sorted(notebooks)
+    assert list(checks.EXERCISES)[:2] == ["patchify", "unpatchify"]
+
+
+def test_the_verdict_names_the_exercise_as_registered(capsys):
+    from vitcourse.vit import VisionTransformer
+
+    class ViT(VisionTransformer):  # a learner's class that is right
+        pass
+
+    assert checks.check_vision_transformer(ViT) is ViT
+    assert "✓ ViT: correct" in capsys.readouterr().out
+
+    class Broken(VisionTransformer):
+        def forward(self, images):
+            return super().forward(images) * 2
+
+    with pytest.raises(CheckFailed, match="^ViT is not right yet"):
+        checks.check_vision_transformer(Broken)
+
+
+def _wrong_attention(q, k, v):
+    weights = (q @ k.transpose(-2, -1)).softmax(-1)  # not scaled by sqrt(d)
+    return weights @ v, weights
+
+
+def test_a_failed_check_shows_its_hint_in_a_few_lines_and_no_line_of_the_reference():
+    shell = InteractiveShell.instance()
+    shell.user_ns["_wrong_attention"] = _wrong_attention
+    shown = io.StringIO()
+    with contextlib.redirect_stdout(shown), contextlib.redirect_stderr(shown):
+        shell.run_cell(
+            "from vitcourse.checks import check_attention\ncheck_attention(_wrong_attention)"
+        )
+    lines = [line.strip() for line in shown.getvalue().splitlines() if line.strip()]
+    assert lines[0].startswith("✗ attention is not right yet")
+    assert "sqrt(d)" in lines[1] and 2 <= len(lines) <= 3
+    # Nothing of the reference solution, nor of the check that holds its mistakes, is shown.
+    for module in ("vitcourse.attention", "vitcourse.checks.attention", "vitcourse.checks.harness"):
+        source = inspect.getsource(importlib.import_module(module))
+        code = {line.strip() for line in source.splitlines() if len(line.strip()) > 12}
+        assert not code & set(lines), module
+
+
+def test_a_learners_own_error_keeps_its_traceback():
+    def broken(q, k, v):
+        return q @ k  # (B, h, T, d) @ (B, h, T, d): a shape error in the learner's own line
+
+    with pytest.raises(RuntimeError) as raised:
+        checks.check_attention(broken)
+    frames = [frame.name for frame in raised.traceback]
+    assert frames[-1] == "broken"
+
+
+def test_grade_reports_the_exercise_name_and_hint_quietly(capsys):
+    status, hint = checks.grade("attention", _wrong_attention)
+    assert status == "wrong"
+    assert hint.startswith("attention is not right yet") and "sqrt(d)" in hint
+    assert capsys.readouterr().out == ""
+    assert checks.grade("attention", lambda q, k, v: torch.zeros(1))[0] == "wrong"

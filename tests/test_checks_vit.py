@@ -1,0 +1,63 @@
+"""vitcourse.checks.vit: the ViT and count_parameters accept right answers and name each mistake.
+The wrong answers are written the way a learner would write them, not copied from the
+checks' own simulations."""
+
+import pytest
+import torch
+
+from vitcourse import checks
+from vitcourse.vit import VisionTransformer, count_parameters
+
+# --- the whole model --------------------------------------------------------------------------
+
+
+def _vit(forward):
+    class Learner(VisionTransformer):  # the skeleton's __init__ is the reference's
+        def forward(self, images):
+            return forward(self, images)
+
+    return Learner
+
+
+def _good_forward(m, images, pool=lambda t: t[:, 0], front=True, pos=True, norm=True):
+    x = m.patch_embed(images)
+    cls = m.cls_token.expand(x.shape[0], -1, -1)
+    x = torch.cat([cls, x] if front else [x, cls], dim=1)
+    if pos:
+        x = x + m.pos_embed
+    for blk in m.blocks:
+        x = blk(x)
+    if norm:
+        x = m.norm(x)
+    return m.head(pool(x))
+
+
+def test_vision_transformer():
+    good = _vit(_good_forward)
+    assert checks.check_vision_transformer(good) is good
+
+
+@pytest.mark.parametrize(
+    "kwargs, hint",
+    [
+        ({"pos": False}, "position embeddings are not added"),
+        ({"front": False}, "cls token goes in front"),
+        ({"pool": lambda t: t[:, -1]}, "not the last token"),
+        ({"pool": lambda t: t.mean(1)}, "not a mean"),
+        ({"norm": False}, "final LayerNorm is missing"),
+        ({"pool": lambda t: t}, "pool to one vector per image"),
+    ],
+)
+def test_vision_transformer_mistakes(kwargs, hint):
+    with pytest.raises(AssertionError, match=hint):
+        checks.check_vision_transformer(_vit(lambda m, x: _good_forward(m, x, **kwargs)))
+
+
+def test_parameter_count_check():
+    assert checks.check_parameter_count(count_parameters) is count_parameters
+    with pytest.raises(AssertionError, match="did you leave out the cls token"):
+        checks.check_parameter_count(lambda c: count_parameters(c) - c.dim)
+    with pytest.raises(AssertionError, match="did you leave out the LayerNorms"):
+        checks.check_parameter_count(lambda c: count_parameters(c) - (2 * c.depth + 1) * 2 * c.dim)
+    with pytest.raises(AssertionError, match="count each piece"):
+        checks.check_parameter_count(lambda c: 12345)

@@ -1,0 +1,139 @@
+"""Callbacks: what happens around the training loop, kept out of it (notebook 06).
+
+A `Callback` overrides any of four events, `on_fit_start`, `on_step_end`, `on_epoch_end` and
+`on_fit_end`, and the `Trainer` calls it there with itself. The course's callbacks: a progress
+bar (`ProgressCallback`), checkpoints after every epoch and on Ctrl-C (`CheckpointCallback`),
+accuracy against training time (`Timeline`, notebook 08's race), and the live plot of
+`vitcourse.live`. Each one reads the trainer (`trainer.step`, `trainer.history`,
+`trainer.elapsed`, ...), so the loop itself stays short.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tqdm.auto import tqdm
+
+from vitcourse.evaluation import evaluate
+
+if TYPE_CHECKING:  # for the type hints only: the trainer imports the callbacks, not the reverse
+    from vitcourse.training import Trainer
+
+
+class Callback:
+    """Override any of these to act during training (progress, plots, checkpoints)."""
+
+    def on_fit_start(self, trainer: Trainer) -> None: ...
+
+    def on_step_end(self, trainer: Trainer, loss: float) -> None: ...
+
+    def on_epoch_end(self, trainer: Trainer, record: dict) -> None: ...
+
+    def on_fit_end(self, trainer: Trainer) -> None: ...
+
+
+class Timeline(Callback):
+    """Accuracy against training time: evaluates on `loader` every `every_seconds` of training.
+
+    `points` holds (seconds of training, accuracy) pairs, from the start (0 s) to the end. The
+    evaluations are paused time: they take nothing from a time budget, so two models compared
+    over the same budget train for the same seconds however slow their evaluation is.
+    """
+
+    def __init__(self, loader, every_seconds: float = 15.0):
+        self.loader = loader
+        self.every_seconds = every_seconds
+        self.points: list[tuple[float, float]] = []
+
+    def on_fit_start(self, trainer: Trainer) -> None:
+        if not self.points:  # the untrained model (outside the timed loop, so nothing to pause)
+            self._measure(trainer)
+
+    def on_step_end(self, trainer: Trainer, loss: float) -> None:
+        if trainer.elapsed - self.points[-1][0] >= self.every_seconds:
+            with trainer.paused():
+                self._measure(trainer)
+
+    def on_fit_end(self, trainer: Trainer) -> None:
+        if trainer.elapsed > self.points[-1][0]:
+            self._measure(trainer)
+
+    def _measure(self, trainer: Trainer) -> None:
+        accuracy = evaluate(trainer.model, self.loader, trainer.device)["acc"]
+        self.points.append((trainer.elapsed, accuracy))
+
+
+class CheckpointCallback(Callback):
+    """Save a checkpoint after every epoch, and when training is interrupted."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+
+    def on_epoch_end(self, trainer: Trainer, record: dict) -> None:
+        trainer.save(self.path)
+
+    def on_fit_end(self, trainer: Trainer) -> None:
+        if trainer.interrupted:
+            trainer.save(self.path)
+            print(f"saved {self.path}; resume with Trainer.resume or --resume", file=sys.stderr)
+
+
+class ProgressCallback(Callback):
+    """A progress bar over the whole run, and a line of results every `every_epochs` epochs.
+
+    The bar is tqdm's: a widget in JupyterLab, a text bar in a terminal, and nothing at all when
+    the output is not a terminal (a log file, CI), where only the epoch lines are printed. It counts
+    steps, or seconds of a time budget.
+    """
+
+    def __init__(self, every_epochs: int = 1, every_steps: int = 20, stream=None):
+        if every_epochs < 1 or every_steps < 1:
+            raise ValueError(
+                f"every_epochs and every_steps must be at least 1, got {every_epochs} and "
+                f"{every_steps}"
+            )
+        self.every_epochs = every_epochs
+        self.every_steps = every_steps  # how often the bar's loss is refreshed
+        self.stream = stream  # where the epoch lines go (None: stdout)
+        self.bar = None
+
+    def on_fit_start(self, trainer: Trainer) -> None:
+        budget = trainer.config.minutes
+        total = round(60 * budget) if budget else trainer.config.epochs * trainer.steps_per_epoch
+        self.bar = tqdm(
+            total=total,
+            initial=self._done(trainer),
+            unit="s" if budget else "step",
+            desc="training",
+            disable=None,  # silent when the output is not a terminal (tqdm.auto shows widgets)
+            dynamic_ncols=True,
+        )
+
+    def on_step_end(self, trainer: Trainer, loss: float) -> None:
+        if trainer.step % self.every_steps == 0:
+            self.bar.set_postfix(epoch=trainer.epoch + 1, loss=f"{loss:.3f}", refresh=False)
+            self.bar.update(self._done(trainer) - self.bar.n)
+
+    def on_epoch_end(self, trainer: Trainer, record: dict) -> None:
+        self.bar.update(self._done(trainer) - self.bar.n)
+        if record["epoch"] % self.every_epochs == 0 or trainer.done():
+            accuracy = record["val_acc"]
+            tqdm.write(
+                f"epoch {record['epoch']:>3}  train loss {record['train_loss']:.3f}  "
+                f"val loss {record['val_loss']:.3f}  "
+                + (f"val acc {100 * accuracy:.2f}%  " if accuracy is not None else "")
+                + f"{trainer.elapsed:.0f}s trained",
+                file=self.stream or sys.stdout,
+            )
+
+    def on_fit_end(self, trainer: Trainer) -> None:
+        self.bar.close()
+
+    @staticmethod
+    def _done(trainer: Trainer) -> int:
+        """Steps taken, or whole seconds of the budget spent."""
+        if trainer.config.minutes:
+            return min(int(trainer.elapsed), round(60 * trainer.config.minutes))
+        return trainer.step

@@ -1,0 +1,181 @@
+"""The course's exercises: a registry, the learner's progress, and grading.
+
+`@exercise(name, notebook, reference)` registers a check under the name the learner defines
+(and the notebook's check cell rebinds). The check itself only compares: it returns on a right
+answer, raises `CheckFailed` on a wrong one, and `NotWritten` while the exercise is open. What
+the learner sees, written once here for every check:
+- "✓ name: correct", and the learner's own object back, so the notebook goes on with their code;
+- "… name: not written yet", and the course's solution (`reference`) in its place, so the rest of
+  the notebook runs;
+- a failed check's message and hint, with no frames of the checks' code (`CheckFailed`);
+- the result recorded in `progress_file()`, so `progress()` in any notebook lists what you
+  have passed. `grade(name, learner)` runs a check quietly for the class grader
+  (`vitcourse.grade`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import io
+import json
+import os
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from vitcourse.checks.harness import CheckFailed, NotWritten
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One exercise: the name the learner defines (and the check rebinds), its notebook, its check."""
+
+    name: str  # e.g. "patchify" or "MultiHeadSelfAttention"
+    notebook: str  # the notebook's file name without ".ipynb", e.g. "01_patches"
+    # The quiet check (what `grade` calls): the learner's object back when right, the reference
+    # while the exercise is open; CheckFailed, named after the exercise, when wrong.
+    check: Callable
+    reference: object  # the course's solution, which the check lends while the exercise is open
+
+
+EXERCISES: dict[str, Exercise] = {}  # filled by @exercise as `checks/__init__` imports the checks
+
+
+def progress_file() -> Path:
+    """Where the checks record each exercise's latest result: `$VITCOURSE_PROGRESS`, or
+    `~/.vitcourse/progress.json`."""
+    return Path(
+        os.environ.get("VITCOURSE_PROGRESS") or Path.home() / ".vitcourse" / "progress.json"
+    )
+
+
+def _read_progress() -> dict:
+    try:
+        return json.loads(progress_file().read_text())
+    except (OSError, ValueError):  # no file yet, or one we cannot read: start afresh
+        return {}
+
+
+def _record(name: str, status: str) -> None:
+    """Note an exercise's result for `progress()`; a notebook never fails for want of a file."""
+    try:
+        path = progress_file()
+        results = _read_progress()
+        results[name] = {"status": status, "time": time.strftime("%Y-%m-%d %H:%M:%S")}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(path.name + ".partial")
+        partial.write_text(json.dumps(results, indent=1))
+        os.replace(partial, path)  # atomic: a reader sees the old file or the new one
+    except OSError:
+        pass
+
+
+def exercise(name: str, notebook: str, reference):
+    """Register `check` as exercise `name` of `notebook`, lending `reference` while it is open.
+
+    Returns what the notebook's check cell calls: it prints the verdict, records it for
+    `progress()` and returns the object the notebook goes on with. The course's own solution
+    (lent while the exercise is open) is never the learner's work: running the check cell again
+    after it was lent does not count as a pass.
+    """
+
+    def register(check: Callable[[object], None]) -> Callable:
+        def quiet(learner):
+            try:
+                check(learner)
+            except NotWritten:
+                return reference
+            except CheckFailed as failed:
+                failed.exercise = name
+                raise
+            return learner
+
+        @functools.wraps(check)
+        def check_cell(learner):
+            if learner is reference:
+                _record(name, "not attempted")
+                print(
+                    f"… {name}: this is the course's solution, which the check lent you, not "
+                    "yours. Run your exercise's cell again, then this one."
+                )
+                return reference
+            try:
+                result = quiet(learner)
+            except AssertionError:
+                _record(name, "wrong")
+                raise
+            except Exception:
+                _record(name, "error")
+                raise
+            if result is reference:
+                _record(name, "not attempted")
+                print(
+                    f"… {name}: not written yet (it raises NotImplementedError). The reference "
+                    "solution stands in for now, so the rest of the notebook runs. Come back to it!"
+                )
+            else:
+                _record(name, "passed")
+                print(f"✓ {name}: correct, it matches the reference. Well done!")
+            return result
+
+        # The cell gets back an object, the learner's or the lent reference, not None.
+        check_cell.__annotations__ = {**check.__annotations__, "return": "Callable | type"}
+        check_cell.exercise = name
+        EXERCISES[name] = Exercise(name, notebook, quiet, reference)
+        return check_cell
+
+    return register
+
+
+def grade(name: str, learner) -> tuple[str, str]:
+    """Run exercise `name`'s check on the learner's definition, quietly.
+
+    Returns (status, hint): status is "passed", "wrong" (the hint is the check's message, naming
+    the likely mistake), "not attempted" (it still raises NotImplementedError, or it is the
+    course's own solution) or "error" (the learner's code raised something else; the hint says
+    what). Used by `vitcourse.grade`.
+    """
+    if name not in EXERCISES:
+        raise KeyError(f"no exercise named {name!r}; the exercises are {', '.join(EXERCISES)}")
+    if learner is EXERCISES[name].reference:
+        return "not attempted", f"{name} is the course's own solution (lent or imported), not yours"
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            result = EXERCISES[name].check(learner)
+    except AssertionError as e:
+        return "wrong", str(e)
+    except Exception as e:  # noqa: BLE001 - the learner's code may raise anything
+        return "error", "".join(traceback.format_exception_only(type(e), e)).strip()
+    return ("passed", "") if result is learner else ("not attempted", "")
+
+
+def assert_written(name: str, learner) -> None:
+    """Fail if the learner's `name` is still the course's solution that the check lent: for
+    nbgrader's hidden tests (`python -m vitcourse.student --nbgrader-source`), so that an open
+    exercise scores no point there."""
+    if learner is EXERCISES[name].reference:
+        raise AssertionError(f"{name} is not written yet: the course's solution stands in for it")
+
+
+def exercise_results() -> dict[str, str]:
+    """{exercise: the latest result of its check here}; "not run yet" where it never ran."""
+    recorded = _read_progress()
+    return {name: recorded.get(name, {}).get("status", "not run yet") for name in EXERCISES}
+
+
+def progress() -> None:
+    """Print which exercises of the course you have passed, from the checks you ran in any
+    notebook (each check records its latest result in `progress_file()`)."""
+    results = exercise_results()
+    marks = {"passed": "✓", "wrong": "✗", "error": "✗"}
+    notebook = None
+    for name, status in results.items():
+        if EXERCISES[name].notebook != notebook:
+            notebook = EXERCISES[name].notebook
+            print(notebook)
+        print(f"  {marks.get(status, '·')} {name}: {status}")
+    passed = sum(status == "passed" for status in results.values())
+    print(f"{passed} of {len(results)} exercises passed (recorded in {progress_file()})")
