@@ -74,3 +74,15 @@ def tiny_cnn() -> CNNConfig:
 def toy_loaders():
     """The toy task's loaders: call it, `toy_loaders(n=..., seed=...)`, for a fresh set."""
     return make_toy_loaders
+
+
+def new_trainer(config=None, callbacks=(), seed=0):
+    """A Trainer of a tiny ViT on the toy data, on the CPU (the recipe of tests/test_training.py
+    unless `config` says otherwise)."""
+    from vitcourse.training import TrainConfig, Trainer
+    from vitcourse.vit import VisionTransformer
+
+    torch.manual_seed(seed)
+    model = VisionTransformer(TINY_VIT)  # the seed only changes the initial weights, not the data
+    config = config or TrainConfig(epochs=4, lr=3e-3, warmup=0.1)
+    return Trainer(model, make_toy_loaders(), config, list(callbacks), "cpu")

@@ -7,6 +7,7 @@ import torch
 
 from vitcourse.cnn import CNN_PRESETS, CNNConfig, SmallCNN, cnn_preset_for
 from vitcourse.data import dataset_info
+from vitcourse.embedding import conv_bn_relu
 from vitcourse.training import (
     TrainConfig,
     Trainer,
@@ -87,3 +88,11 @@ def test_cnn_preset_for_fits_each_dataset(name):
     assert logits.shape == (2, len(info.classes))
     with pytest.raises(ValueError, match="unknown CNN preset 'cnn-64': expected one of cnn-28"):
         cnn_preset_for(name, "cnn-64")
+
+
+@pytest.mark.parametrize("stride, size, out", [(1, 5, 5), (2, 28, 14), (2, 7, 4)])
+def test_conv_bn_relu_keeps_or_halves_the_size(stride, size, out):
+    step = conv_bn_relu(3, 4, stride=stride)
+    y = step(torch.randn(2, 3, size, size))
+    assert y.shape == (2, 4, out, out) and (y >= 0).all()  # ReLU last
+    assert step[0].bias is None  # the batch norm adds the bias
