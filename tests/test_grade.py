@@ -2,7 +2,8 @@
 
 The slow test writes a class the way a teacher collects one: the reference answers, an untouched
 student copy, classic wrong answers, an endless loop, a deleted check cell, a syntax error, and
-stray files; then it runs `python -m vitcourse.grade` on it and reads what came out.
+stray files; then it runs `python -m vitcourse.grade` on it and reads what came out. The worker
+that runs and checks each notebook has its own tests, case by case, in `test_grade_worker.py`.
 """
 
 import csv

@@ -7,9 +7,9 @@ SUBMISSIONS holds one folder per student, as a teacher collects them:
 or by its two-digit number when a download renamed it (`01_patches (1).ipynb`); of several copies
 the newest is graded.
 
-Each notebook runs in a fresh kernel, in its own process with time limits (the notebook, each
-cell, each check) and, on Linux, a memory limit, from a temporary folder: submissions are only
-read. It runs in quick mode (small data, one epoch) on the CPU, like the tests: grading is about
+Each notebook runs in a fresh kernel, in its own process (`vitcourse.grade_worker`) with time
+limits (the notebook, each cell, each check) and, on Linux, a memory limit, from a temporary
+folder: submissions are only read. It runs in quick mode (small data, one epoch) on the CPU, like the tests: grading is about
 the exercises. Exercises are found by what the student's cells define (`def patchify`,
 `class MultiHeadSelfAttention`), not by cell ids, so a deleted, duplicated or moved cell does not
 matter: after each defining cell the grader keeps what the name holds, and after the run it calls
@@ -29,13 +29,11 @@ import csv
 import json
 import os
 import re
-import secrets
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
-import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, astuple, dataclass, fields
 from pathlib import Path
@@ -133,173 +131,6 @@ def find_submissions(root: Path) -> tuple[dict[str, dict[str, Path]], list[str]]
     return students, skipped
 
 
-# --- one notebook, in the worker process -------------------------------------------------------
-
-
-def _defined(source: str, names: list[str]) -> list[str]:
-    """The exercises a cell defines (`def name` or `class name`, also inside an `if` or `try`).
-    A regular expression, not a parser, so that a cell with a syntax error still counts."""
-    defined = re.findall(r"^[ \t]*(?:async\s+def|def|class)\s+([A-Za-z_]\w*)", source, flags=re.M)
-    return [name for name in names if name in defined]
-
-
-def _error(cell) -> tuple[str, str] | None:
-    """(name, message) of the error a cell ended in, if any."""
-    for output in cell.get("outputs", []):
-        if output.get("output_type") == "error":
-            return output["ename"], f"{output['ename']}: {output['evalue']}".strip()
-    return None
-
-
-def _limit_memory(gigabytes: float) -> None:
-    """Cap this process's address space (and so its kernel's, which inherits it): Linux; a no-op
-    where the OS does not offer it or refuses."""
-    try:
-        import resource
-
-        cap = int(gigabytes * 2**30)
-        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-    except (ImportError, ValueError, OSError):
-        pass
-
-
-def run_and_check(
-    path: Path, executed: Path | None, limits: Limits = Limits(), kernel_pid: Path | None = None
-) -> dict:
-    """Run one notebook in a fresh kernel and check its exercises: {exercise: [status, hint]}.
-
-    `kernel_pid`: a file to write the kernel's process id to, so a parent can stop it."""
-    import nbformat
-    from nbclient import NotebookClient
-    from nbclient.exceptions import DeadKernelError
-
-    names = exercises_by_notebook()[match_notebook(path.name)]
-    try:
-        nb = nbformat.read(path, as_version=4)
-    except Exception as e:  # noqa: BLE001 - not JSON, not a notebook: say so for every exercise
-        return {name: ["error", f"the file is not a readable notebook: {e}"] for name in names}
-    deadline = time.monotonic() + limits.notebook
-    seconds: dict[int, float] = {}  # id(cell) -> its time limit, read by nbclient
-    marker = f"VITCOURSE-GRADE-{secrets.token_hex(8)}"  # a student cannot print it in advance
-    folder = tempfile.TemporaryDirectory(prefix="vitcourse-grade-")
-    client = NotebookClient(
-        nb,
-        kernel_name="python3",
-        allow_errors=True,
-        interrupt_on_timeout=True,
-        timeout_func=lambda cell: seconds.get(id(cell), limits.check),
-        resources={"metadata": {"path": folder.name}},
-    )
-    definition: dict[str, str] = {}  # exercise -> "ok", "timeout" or the error its cell hit
-    results: dict[str, list[str]] = {}
-    extra: list = []  # the grader's own cells, removed before the notebook is saved
-
-    def execute(cell, index: int, limit: float) -> bool:
-        """Run one cell within `limit` seconds; whether it ran out of time."""
-        seconds[id(cell)] = limit
-        start = time.monotonic()
-        client.execute_cell(cell, index)
-        error = _error(cell)
-        return time.monotonic() - start >= limit or bool(error and error[0] == "KeyboardInterrupt")
-
-    def run(source: str) -> tuple[object, bool]:
-        """Run the grader's own code in the kernel: (its cell, whether it ran out of time)."""
-        cell = nbformat.v4.new_code_cell(source)
-        nb.cells.append(cell)
-        extra.append(cell)
-        return cell, execute(cell, len(nb.cells) - 1, limits.check)
-
-    cells = list(nb.cells)  # the student's cells, before the grader adds its own
-    died = None  # where the kernel stopped, if it did
-    client.reset_execution_trackers()
-    try:
-        with client.setup_kernel():
-            if kernel_pid is not None:
-                kernel_pid.write_text(str(client.km.provisioner.process.pid))
-            run("__vitcourse_defs__ = {}")
-            for index, cell in enumerate(cells):
-                if cell.cell_type != "code" or time.monotonic() >= deadline:
-                    continue
-                where = f"cell {index + 1}"
-                died = where  # until it returns
-                timed_out = execute(cell, index, min(deadline - time.monotonic(), limits.cell))
-                died = None
-                defined = _defined(cell.source, names)
-                error = _error(cell)
-                for name in defined:
-                    if timed_out:
-                        definition[name] = f"timeout:{where}"
-                    elif error and error[0] in ("SyntaxError", "IndentationError", "TabError"):
-                        definition[name] = f"{error[1]} ({where})"
-                    else:
-                        definition[name] = "ok"
-                if defined and not timed_out:  # keep them: a check cell may rebind the name
-                    run(
-                        "".join(
-                            f"try:\n    __vitcourse_defs__[{n!r}] = {n}\nexcept NameError:\n"
-                            "    pass\n"
-                            for n in defined
-                        )
-                    )
-            reached = time.monotonic() < deadline
-            for name in names:
-                if name not in definition:
-                    results[name] = (
-                        ["not attempted", f"no cell defines {name}"]
-                        if reached
-                        else [
-                            "timeout",
-                            f"the notebook did not reach {name} in {limits.notebook:.0f} s",
-                        ]
-                    )
-                elif definition[name].startswith("timeout:"):
-                    where = definition[name].split(":", 1)[1]
-                    results[name] = [
-                        "timeout",
-                        f"the {where} defining {name} ran past {limits.cell:.0f} s",
-                    ]
-                elif definition[name] != "ok":
-                    results[name] = ["error", definition[name]]
-                else:
-                    died = f"the check of {name}"
-                    cell, timed_out = run(
-                        "import builtins as _b, json as _json\n"
-                        "from vitcourse.checks import grade as _grade\n"
-                        f"_b.print({marker!r}, _json.dumps(_grade({name!r}, "
-                        f"__vitcourse_defs__[{name!r}]) if {name!r} in __vitcourse_defs__ else "
-                        f"['error', 'its cell ran but did not define {name}']))"
-                    )
-                    died = None
-                    results[name] = _read_result(cell, marker, name, timed_out, limits.check)
-    except DeadKernelError:
-        for name in names:
-            results.setdefault(
-                name,
-                ["error", f"the kernel stopped in {died} (exit(), a crash, or out of memory)"],
-            )
-    finally:
-        folder.cleanup()
-    if executed is not None:
-        nb.cells = [cell for cell in nb.cells if not any(cell is e for e in extra)]
-        executed.parent.mkdir(parents=True, exist_ok=True)
-        nbformat.write(nb, executed)
-    return results
-
-
-def _read_result(cell, marker: str, name: str, timed_out: bool, limit: float) -> list[str]:
-    """The [status, hint] the grader's check cell printed."""
-    if timed_out:
-        return ["timeout", f"checking {name} took more than {limit:.0f} s: an endless loop?"]
-    printed = "".join(o.get("text", "") for o in cell.outputs if o.get("name") == "stdout")
-    lines = [line for line in printed.splitlines() if line.startswith(marker + " ")]
-    try:
-        status, hint = json.loads(lines[-1][len(marker) + 1 :])
-    except (IndexError, ValueError):
-        error = _error(cell)
-        return ["error", error[1] if error else "the check printed no result"]
-    return [status, hint]
-
-
 # --- the class, in the teacher's process -------------------------------------------------------
 
 
@@ -316,7 +147,7 @@ def grade_notebook(
     with tempfile.TemporaryDirectory(prefix="vitcourse-grade-") as tmp:
         result, kernel = Path(tmp) / "result.json", Path(tmp) / "kernel.pid"
         executed = out / "executed" / student / f"{notebook}.ipynb"
-        command = [sys.executable, "-m", "vitcourse.grade", "--worker", str(path), str(result),
+        command = [sys.executable, "-m", "vitcourse.grade_worker", str(path), str(result),
                    str(executed), str(kernel), json.dumps(asdict(limits))]  # fmt: skip
         env = dict(os.environ, VITCOURSE_QUICK="1" if quick else "0", MPLBACKEND="Agg")
         env["VITCOURSE_PROGRESS"] = str(Path(tmp) / "progress.json")  # not the teacher's file
@@ -469,15 +300,7 @@ def grade_class(
     return grades, skipped
 
 
-def main(argv: list[str] | None = None) -> None:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["--worker"]:  # one notebook, in its own process (see grade_notebook)
-        path, result, executed, kernel, limits = argv[1:]
-        limits = Limits(**json.loads(limits))
-        _limit_memory(limits.memory_gb)
-        graded = run_and_check(Path(path), Path(executed), limits, Path(kernel))
-        Path(result).write_text(json.dumps(graded))
-        return
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m vitcourse.grade",
         description="Run every student's notebooks and check their exercises.",
@@ -494,7 +317,12 @@ def main(argv: list[str] | None = None) -> None:
         help="the notebooks handed out, e.g. 01_patches,03_attention (default: all handed in)",
     )
     parser.add_argument("--full", action="store_true", help="run in full mode, not quick mode")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = _parser()
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     limits = Limits(args.timeout, args.cell_timeout, args.check_timeout, args.memory)
     notebooks = args.notebooks.split(",") if args.notebooks else None
     unknown = [n for n in notebooks or [] if n not in exercises_by_notebook()]
