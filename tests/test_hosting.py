@@ -1,6 +1,6 @@
-"""The notebooks' set-up cell (`vitcourse.environment.setup`) on a laptop, and on a simulated
-Colab and Kaggle: a fake `google.colab` module, pip commands recorded instead of run, and the
-course's data files "downloaded" from this repository's own."""
+"""vitcourse.hosting: the notebooks' set-up cell (`from vitcourse.environment import setup`) on a
+laptop, and on a simulated Colab and Kaggle: a fake `google.colab` module, pip commands recorded
+instead of run, and the course's data files "downloaded" from this repository's own."""
 
 import hashlib
 import json
@@ -15,15 +15,14 @@ import torch
 from vitcourse import environment
 from vitcourse.checkpoints import shipped_model
 from vitcourse.data import load_dataset
-from vitcourse.environment import (
+from vitcourse.environment import prepare_environment
+from vitcourse.hosting import (
     COURSE_FILES,
     CPU_SECONDS,
     HOSTED_PACKAGES,
     RAW_URL,
     REPOSITORY,
     fetch_course_files,
-    prepare_environment,
-    setup,
     time_estimate,
 )
 
@@ -88,7 +87,8 @@ def test_on_a_laptop_setup_only_reports(monkeypatch, capsys):
     monkeypatch.delenv("VITCOURSE_DATA", raising=False)
     run, urls = Recorder(), []
     report = prepare_environment("06_training", run=run, fetch=from_the_repository(urls))
-    assert setup("06_training", run=run, fetch=from_the_repository(urls)) is None  # prints
+    # The notebooks' first cell calls environment.setup: it prints prepare_environment's report.
+    assert environment.setup("06_training", run=run, fetch=from_the_repository(urls)) is None
     assert run.commands == [] and urls == []  # nothing installed, nothing downloaded
     assert "VITCOURSE_DATA" not in environment.os.environ
     assert report["where"] == "this machine" and "set-up" not in report
@@ -170,12 +170,12 @@ def test_course_files_list_every_shipped_data_file_with_its_checksum():
         if path.is_file() and (path.suffix == ".gz" or path.parent.name == "trained")
     }
     assert shipped == set(COURSE_FILES), (
-        "data/ and environment.COURSE_FILES differ: list every file a notebook reads, with its "
+        "data/ and hosting.COURSE_FILES differ: list every file a notebook reads, with its "
         "sha256sum, so Colab and Kaggle fetch it"
     )
     for name, expected in COURSE_FILES.items():
         assert hashlib.sha256((data / name).read_bytes()).hexdigest() == expected, (
-            f"data/{name} changed: put its new sha256sum in environment.COURSE_FILES"
+            f"data/{name} changed: put its new sha256sum in hosting.COURSE_FILES"
         )
 
 
@@ -207,7 +207,8 @@ def test_the_set_up_imports_without_the_packages_it_may_have_to_install():
     blocked = list(HOSTED_PACKAGES)
     code = (
         f"import sys\nfor name in {blocked!r}: sys.modules[name] = None\n"
-        "from vitcourse.environment import setup, _importable\n"
+        "from vitcourse.environment import COURSE_FILES, setup\n"
+        "from vitcourse.hosting import _importable\n"
         f"assert not any(_importable(name) for name in {blocked!r})\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)

@@ -2,25 +2,38 @@
 
 Introduced in notebook 00. Every notebook and the trainer ask this module which device to use, so
 a laptop CPU, an Apple GPU and a CUDA box all run the same code. Every notebook's first cell calls
-`setup`: on Colab or Kaggle it installs what the course needs around the preinstalled torch and
-fetches the course's data; everywhere it reports the device and how long the notebook takes.
+`setup`: on Colab or Kaggle it has `vitcourse.hosting` install what the course needs around the
+preinstalled torch and fetch the course's data; everywhere it reports the device and how long the
+notebook takes.
 """
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
 import os
 import platform
 import subprocess
-import sys
-import tempfile
 import threading
 import urllib.request
 from pathlib import Path
 
 import torch
 import torchvision
+
+# Colab and Kaggle: `setup` below uses them; the README and tests name them as environment's.
+from vitcourse.hosting import (  # noqa: F401
+    BRANCH,
+    COURSE_FILES,
+    CPU_SECONDS,
+    HOSTED_PACKAGES,
+    LIVE_OPTIONS,
+    RAW_URL,
+    REPOSITORY,
+    TIME_BUDGETS,
+    fetch_course_files,
+    hosted,
+    set_up_hosted,
+    time_estimate,
+)
 
 QUICK_ENV = "VITCOURSE_QUICK"
 DATA_ENV = "VITCOURSE_DATA"
@@ -108,146 +121,7 @@ def is_online(url: str, timeout: float = 5.0) -> bool:
     return bool(ok)
 
 
-# --- hosted notebooks: Colab and Kaggle -----------------------------------------------------------
-
-# The course's repository on GitHub: the notebooks' set-up cell installs the package from it, and
-# `setup` fetches the data files from it.
-REPOSITORY = "vitcourse/vitcourse"
-BRANCH = "main"
-RAW_URL = f"https://raw.githubusercontent.com/{REPOSITORY}/{BRANCH}/data/"
-
-# What the notebooks import that a hosted runtime may lack: import name -> pip requirement. Not
-# torch and torchvision, which every hosted runtime has preinstalled (built for its GPU) and
-# `setup` never reinstalls, nor numpy and matplotlib, which come with them there (the package
-# imports them before `setup` runs).
-HOSTED_PACKAGES = {
-    "tqdm": "tqdm>=4.60",
-    "ipywidgets": "ipywidgets>=8",
-    "timm": "timm>=1.0",
-    "skimage": "scikit-image>=0.21",
-}
-
-# The files under data/ that the notebooks read, with their SHA-256: Fashion-MNIST's official
-# archives and the trained models and measured results the course ships (data/README.md).
-COURSE_FILES = {
-    "FashionMNIST/raw/train-images-idx3-ubyte.gz": (
-        "b0564c3eedabfbf835052cff8503ea422014ce006caf5b757f851416ee8300c7"
-    ),
-    "FashionMNIST/raw/train-labels-idx1-ubyte.gz": (
-        "0ae29f65d86684f32d1b9c85147786c547b9c6aebcaf235f0400a0cce308b056"
-    ),
-    "FashionMNIST/raw/t10k-images-idx3-ubyte.gz": (
-        "cc1d090a38ace84dfa1aa66e3ada7c336ef481a96936906477e6dd344da56eaa"
-    ),
-    "FashionMNIST/raw/t10k-labels-idx1-ubyte.gz": (
-        "8d3605d196f4be44669e46906da9733c8131fef761fdbfec72c424d5222f1a05"
-    ),
-    "trained/course-28-7_fashion-mnist.pt": (
-        "db1ccf830c33b274a696c8e15e1c2d7097e2f49f3cca60a8bc5f797552050c01"
-    ),
-    "trained/course-28-4-w64_fashion-mnist.pt": (
-        "cb7a3ef5aa2928e07eb8a3157e6f7a3d1512efb89c48339981ae1ca1c1d84b1b"
-    ),
-    "trained/mae-course-28-7_fashion-mnist.pt": (
-        "655c988d499e5cebd462b0148cf3db3b9f3b281106925c0e19b685a288243314"
-    ),
-    "trained/race_fashion-mnist.json": (
-        "6b05595c5fc8bd625bd05c0767206b2290dc8e8c0ff694c5e155b770bda94fff"
-    ),
-    "trained/when_vits_win_fashion-mnist.json": (
-        "90b0231ee39947ccd38bfd547d2a6e5becf8cfbcdf9c91f31374f3949b67d836"
-    ),
-}
-
-# Each notebook in full mode with its defaults, in seconds, measured on a 2-core CPU with
-# `python benchmarks/notebook_times.py --mode full` (the README's table). Nothing was timed on a
-# GPU. The options that train for longer, with theirs.
-CPU_SECONDS = {
-    "00_welcome_and_data": 16,
-    "01_patches": 15,
-    "02_embeddings": 10,
-    "03_attention": 10,
-    "04_transformer_block": 10,
-    "05_vision_transformer": 11,
-    "06_training": 330,
-    "07_inside_a_vit": 14,
-    "08_vit_vs_cnn": 10,
-    "09_when_vits_win": 10,
-}
-# Notebooks whose full mode (or live option) trains for a set number of minutes: as long anywhere.
-TIME_BUDGETS = ("06_training", "08_vit_vs_cnn", "09_when_vits_win")
-LIVE_OPTIONS = {
-    "08_vit_vs_cnn": ("RACE_LIVE = True", 909),
-    "09_when_vits_win": ("COMPARE_LIVE = True", 1374),
-}
-
-
-def hosted() -> str | None:
-    """ "colab" or "kaggle" when running in one of their notebooks, else None."""
-    if "google.colab" in sys.modules:
-        return "colab"
-    if "KAGGLE_KERNEL_RUN_TYPE" in os.environ:
-        return "kaggle"
-    return None
-
-
-def _minutes(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    return f"{seconds / 60:.1f}".removesuffix(".0") + " minutes"
-
-
-def time_estimate(notebook: str | None, device: torch.device) -> str:
-    """What the measured table says about this notebook's running time, in a sentence."""
-    if notebook not in CPU_SECONDS:
-        return "this notebook's running time was not measured"
-    text = f"full mode took {_minutes(CPU_SECONDS[notebook])} on a 2-core CPU"
-    if notebook in LIVE_OPTIONS:
-        option, seconds = LIVE_OPTIONS[notebook]
-        text += f" ({option}: {_minutes(seconds)})"
-    if device.type != "cpu":
-        text += f"; not timed on a {'GPU' if device.type == 'cuda' else device.type.upper()}"
-        if notebook in TIME_BUDGETS:
-            text += ": its trainings run for set minutes, as long there, and get further"
-    return text
-
-
-def fetch_course_files(root: Path, fetch=None) -> list[str]:
-    """Download the files of `COURSE_FILES` missing under `root` from the course's repository,
-    checking each one's SHA-256 before moving it into place. Returns the files fetched.
-
-    `fetch(url) -> bytes` downloads one file (a test passes its own)."""
-    fetch = fetch or _download
-    fetched = []
-    for name, expected in COURSE_FILES.items():
-        target = root / name
-        if target.exists():
-            continue
-        url = RAW_URL + name
-        try:
-            content = fetch(url)
-        except OSError as e:
-            raise RuntimeError(
-                f"could not download {url} ({e}). On Kaggle, turn on Internet in the notebook's "
-                "settings; elsewhere, check the connection, or copy the course's data/ folder "
-                f"to {root}"
-            ) from e
-        got = hashlib.sha256(content).hexdigest()
-        if got != expected:
-            raise RuntimeError(
-                f"{url} is not the course's {name}: its SHA-256 is {got}, expected {expected}"
-            )
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(target.name + ".tmp")
-        tmp.write_bytes(content)
-        os.replace(tmp, target)  # never a half-written file in place
-        fetched.append(name)
-    return fetched
-
-
-def _download(url: str) -> bytes:
-    with urllib.request.urlopen(url, timeout=60) as response:
-        return response.read()
+# --- the notebooks' set-up cell -----------------------------------------------------------------
 
 
 def setup(notebook: str | None = None, run=subprocess.run, fetch=None) -> None:
@@ -274,23 +148,7 @@ def prepare_environment(
     `run` runs a command (the tests pass one that records it), `fetch` downloads a file.
     """
     host = hosted()
-    done = []
-    if host:
-        missing = [req for name, req in HOSTED_PACKAGES.items() if not _importable(name)]
-        if missing:
-            run(_pip_install(missing), check=True)
-            importlib.invalidate_caches()
-            done.append("installed " + ", ".join(missing))
-        if not os.environ.get(DATA_ENV) and not (default_root() / "FashionMNIST").is_dir():
-            os.environ[DATA_ENV] = str(Path.cwd() / "data")  # the package came without data/
-        fetched = fetch_course_files(default_root(), fetch)
-        if fetched:
-            done.append(f"fetched {len(fetched)} data files into {default_root()}")
-        if host == "colab":
-            from google.colab import output  # only there
-
-            output.enable_custom_widget_manager()
-            done.append("turned on Colab's widget manager")
+    done = _set_up(host, run, fetch) if host else []
     device = pick_device()
     report = {
         "where": host or "this machine",
@@ -313,16 +171,9 @@ def prepare_environment(
     return report
 
 
-def _importable(name: str) -> bool:
-    try:
-        return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):
-        return False
-
-
-def _pip_install(requirements: list[str]) -> list[str]:
-    """The pip command that installs `requirements` and holds torch and torchvision to the
-    versions already installed (a constraints file), so nothing pulls in another build."""
-    pins = Path(tempfile.mkdtemp(prefix="vitcourse-")) / "constraints.txt"
-    pins.write_text(f"torch=={torch.__version__}\ntorchvision=={torchvision.__version__}\n")
-    return [sys.executable, "-m", "pip", "install", "-q", "-c", str(pins), *requirements]
+def _set_up(host: str, run, fetch) -> list[str]:
+    """On Colab or Kaggle: a data folder where the package came without one, then hosting's
+    set-up (packages, the course's files, Colab's widgets)."""
+    if not os.environ.get(DATA_ENV) and not (default_root() / "FashionMNIST").is_dir():
+        os.environ[DATA_ENV] = str(Path.cwd() / "data")  # the package came without data/
+    return set_up_hosted(host, default_root(), run, fetch)

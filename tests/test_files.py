@@ -1,0 +1,80 @@
+"""vitcourse.files: the shipped Fashion-MNIST archives unpacked and MD5-checked, damaged files
+named in the error, and a missing dataset offline a clear, fast error."""
+
+import gzip
+import hashlib
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from vitcourse import files
+from vitcourse.data import load_dataset
+from vitcourse.files import DatasetNotFoundError, prepare_fashion_mnist
+
+SHIPPED = Path(__file__).resolve().parent.parent / "data" / "FashionMNIST" / "raw"
+
+
+# --- Fashion-MNIST, from the archives that ship in data/ -------------------------------------
+
+
+def test_shipped_archives_unpack_to_the_official_files(tmp_path):
+    raw = tmp_path / "FashionMNIST" / "raw"
+    raw.mkdir(parents=True)
+    for gz in SHIPPED.glob("*.gz"):
+        shutil.copy(gz, raw)
+    assert prepare_fashion_mnist(tmp_path) == raw
+    for name, md5 in files.FASHION_MNIST_MD5.items():
+        assert hashlib.md5((raw / name).read_bytes()).hexdigest() == md5
+    assert not list(raw.glob("*.tmp")), "no half-written files are left behind"
+
+
+def test_damaged_archive_is_named_in_the_error(tmp_path):
+    raw = tmp_path / "FashionMNIST" / "raw"
+    raw.mkdir(parents=True)
+    for gz in SHIPPED.glob("*.gz"):
+        shutil.copy(gz, raw)
+    with gzip.open(raw / "t10k-labels-idx1-ubyte.gz", "wb") as f:
+        f.write(b"not the labels")
+    with pytest.raises(DatasetNotFoundError, match="t10k-labels-idx1-ubyte.gz.*MD5"):
+        prepare_fashion_mnist(tmp_path)
+    assert not (raw / "t10k-labels-idx1-ubyte").exists()
+
+
+def test_damaged_unpacked_file_is_named_in_the_error(tmp_path):
+    raw = tmp_path / "FashionMNIST" / "raw"
+    raw.mkdir(parents=True)
+    (raw / "train-images-idx3-ubyte").write_bytes(b"truncated")
+    with pytest.raises(DatasetNotFoundError, match="train-images-idx3-ubyte is damaged"):
+        prepare_fashion_mnist(tmp_path)
+
+
+def test_archives_come_from_the_course_folder_when_root_has_none(tmp_path):
+    ds = load_dataset("fashion-mnist", train=False, root=tmp_path)
+    assert len(ds) == 10_000
+    assert (tmp_path / "FashionMNIST" / "raw" / "t10k-images-idx3-ubyte").exists()
+
+
+# --- the offline error ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["mnist", "cifar10", "cifar100"])
+def test_missing_dataset_offline_is_a_clear_fast_error(name, tmp_path, monkeypatch):
+    # A closed local port stands in for an unreachable download server.
+    monkeypatch.setattr(files, "_download_url", lambda info: "http://127.0.0.1:9/file.tar.gz")
+    start = time.perf_counter()
+    with pytest.raises(DatasetNotFoundError) as err:
+        load_dataset(name, root=tmp_path)
+    assert time.perf_counter() - start < 10
+    message = str(err.value)
+    assert f"{name} is not in {tmp_path}" in message
+    assert "127.0.0.1 cannot be reached" in message
+    assert f"load_dataset('{name}')" in message  # how to get it
+    assert not any(tmp_path.iterdir()), "nothing half-downloaded is left behind"
+
+
+def test_download_false_never_touches_the_network(tmp_path, monkeypatch):
+    monkeypatch.setattr(files, "is_online", lambda url, timeout=5.0: pytest.fail("went online"))
+    with pytest.raises(DatasetNotFoundError, match="download=False was given"):
+        load_dataset("cifar10", root=tmp_path, download=False)
