@@ -35,7 +35,10 @@ def test_pretrain_writes_the_encoder_the_figure_and_the_losses(pretrained):
     metrics = json.loads((pretrained / "metrics.json").read_text())
     assert metrics["val_loss"] > 0 and metrics["epochs"][0]["val_acc"] is None
     assert metrics["model_config"]["mask_ratio"] == 0.75
-    assert load_checkpoint(pretrained / "model.pt")["pretrained"] == "masked-patch prediction"
+    saved = load_checkpoint(pretrained / "model.pt")
+    assert saved["pretrained"] == "masked-patch prediction"
+    assert saved["command"] == f"python -m vitcourse.pretrain --out {pretrained} --device cpu"
+    assert saved["val_loss"] == metrics["val_loss"]
     assert (pretrained / "reconstructions.png").stat().st_size > 10_000
 
 

@@ -357,14 +357,15 @@ def test_torchrun_refuses_a_batch_the_processes_cannot_share(tmp_path):
 
 def test_the_default_learning_rate_grows_with_the_square_root_of_the_batch():
 
-    from vitcourse.train import build, parse_args, scaled_lr
+    from vitcourse.train import parse_args
+    from vitcourse.train_run import plan, scaled_lr
 
     assert scaled_lr(128) == pytest.approx(2e-3)  # the CPU recipe, unchanged
     assert scaled_lr(512) == pytest.approx(4e-3)  # what benchmarks/batch_scaling.py found best
     args = parse_args(["--batch-size", "512"])
-    assert build(args)[1].lr == pytest.approx(4e-3)
+    assert plan(args).train_config.lr == pytest.approx(4e-3)
     args = parse_args(["--batch-size", "512", "--lr", "1e-3"])
-    assert build(args)[1].lr == pytest.approx(1e-3)  # a rate asked for stands
+    assert plan(args).train_config.lr == pytest.approx(1e-3)  # a rate asked for stands
 
 
 @pytest.mark.slow  # float16 autocast on a CPU is slow

@@ -18,7 +18,8 @@ pytestmark = pytest.mark.slow  # each test trains through the real data pipeline
 def test_cli_writes_checkpoint_metrics_and_figure_and_resumes(tmp_path, capsys, toy_loaders):
 
     out = tmp_path / "run"
-    metrics = train.main(["--dataset", "fashion-mnist", "--out", str(out), "--device", "cpu"])
+    argv = ["--dataset", "fashion-mnist", "--out", str(out), "--device", "cpu"]
+    metrics = train.main(argv)
     assert {p.name for p in out.iterdir()} == {
         "run.json",
         "checkpoint.pt",
@@ -51,6 +52,10 @@ def test_cli_writes_checkpoint_metrics_and_figure_and_resumes(tmp_path, capsys, 
     slim = load_model(out / "model.pt")
     torch.testing.assert_close(slim.head.weight, load_model(out / "checkpoint.pt").head.weight)
     assert (out / "model.pt").stat().st_size < (out / "checkpoint.pt").stat().st_size / 2
+    # model.pt records the command that trained it, as typed.
+    assert load_checkpoint(out / "model.pt")["command"] == " ".join(
+        ["python -m vitcourse.train", *argv]
+    )
     train.main(["--out", str(out), "--resume", "--epochs", "2", "--device", "cpu"])
     assert "resuming" in capsys.readouterr().out
 

@@ -11,22 +11,24 @@ and OUT/model.pt: the encoder alone, a plain ViT for `vitcourse.checkpoints.load
 `python -m vitcourse.train --init`. The encoder is the dataset's pure ViT (`vit_preset` in
 `vitcourse.data`) unless --preset says otherwise. The labels are never read. Quick mode
 (VITCOURSE_QUICK=1) shrinks the data and the default length to one epoch.
+
+The run is settled once, before it starts: `plan` makes a frozen `PretrainRun` from the arguments
+and, on --resume, from the run folder (`vitcourse.runs`, which `python -m vitcourse.train` writes
+the same way: run.json's settings, the checkpoint's model and recipe).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
-import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import torch
 
-from vitcourse.checkpoints import CheckpointError, load_checkpoint, save_model
 from vitcourse.data import dataset_info, denormalize, make_loaders
 from vitcourse.environment import pick_device, quick_mode
 from vitcourse.pretraining import (
@@ -36,7 +38,8 @@ from vitcourse.pretraining import (
     PretrainTrainer,
     plot_reconstructions,
 )
-from vitcourse.training import CheckpointCallback, ProgressCallback, TrainConfig
+from vitcourse.runs import RunFolder, command_line, resumed_train_config, run_length
+from vitcourse.training import TrainConfig
 from vitcourse.vit import PRESETS, preset_for
 
 
@@ -72,35 +75,45 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+# What run.json keeps and --resume takes back from it (the file's key names).
 RUN_ARGS = ("dataset", "batch_size", "no_augment")
 
 
-def main(argv: list[str] | None = None) -> dict:
-    args = parse_args(argv)
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # started by torchrun with several processes
-        raise SystemExit(
-            "error: pre-training runs in one process; several processes (torchrun) would each "
-            "pre-train alone and write the same files. Run python -m vitcourse.pretrain instead"
-        )
+@dataclass(frozen=True)
+class PretrainRun:
+    """One run of `python -m vitcourse.pretrain`, settled before it starts (`plan` makes it)."""
+
+    folder: RunFolder  # OUT: run.json, checkpoint.pt, metrics.json, reconstructions.png, model.pt
+    resume: bool  # continue the checkpoint in the folder
+    dataset: str  # the dataset's name as given (run.json's on --resume)
+    model_config: (
+        MAEConfig  # the encoder (a pure ViT) and the decoder; a resumed run's checkpoint's
+    )
+    train_config: TrainConfig  # length, learning rate, seed, ...
+    batch_size: int  # images per step
+    no_augment: bool  # True: no random crops and flips
+    device: torch.device  # where it trains
+    command: str = "python -m vitcourse.pretrain"  # the command line, recorded in model.pt
+
+    def settings(self) -> dict:
+        """What run.json holds."""
+        return {name: getattr(self, name) for name in RUN_ARGS}
+
+
+def plan(args: argparse.Namespace, argv: list[str] | None = None) -> PretrainRun:
+    """The run `args` ask for; on --resume, run.json's settings and the checkpoint's model and
+    recipe stand."""
     info = dataset_info(args.dataset)
-    out = args.out or Path("runs") / f"mae-{info.name}"
-    checkpoint, run_file = out / "checkpoint.pt", out / "run.json"
+    folder = RunFolder(args.out or Path("runs") / f"mae-{info.name}")
+    given = {name: getattr(args, name) for name in RUN_ARGS}
     if args.resume:
-        try:
-            state = load_checkpoint(checkpoint)
-        except CheckpointError as e:
-            sys.exit(f"error: cannot resume: {e}")
+        state, settings = folder.resume(given)
         if state.get("architecture") != MaskedAutoencoder.architecture:
-            sys.exit(f"error: cannot resume: {checkpoint} is not a pre-training run")
-        if run_file.exists():
-            vars(args).update(json.loads(run_file.read_text()))
-        info = dataset_info(args.dataset)
+            raise SystemExit(f"error: cannot resume: {folder.checkpoint} is not a pre-training run")
         config = MAEConfig(**state["model_config"])
-        stored = state["train_config"]
-        if args.epochs or args.minutes:  # asked to train longer than first planned
-            stored.update(epochs=args.epochs or stored["epochs"], minutes=args.minutes)
-        train_config = TrainConfig(**stored)
+        train_config = resumed_train_config(state, args.epochs, args.minutes)
     else:
+        settings = given
         try:
             config = MAEConfig(
                 encoder=preset_for(info.name, args.preset),
@@ -110,81 +123,118 @@ def main(argv: list[str] | None = None) -> dict:
             )
         except ValueError as e:
             raise SystemExit(f"error: {e}") from None
-        default_epochs = 1 if quick_mode() else 10
-        length = (
-            {"minutes": args.minutes} if args.minutes else {"epochs": args.epochs or default_epochs}
-        )
         train_config = dataclasses.replace(
-            PRETRAIN_RECIPE, **length, lr=args.lr, weight_decay=args.weight_decay, seed=args.seed
+            PRETRAIN_RECIPE,
+            **run_length(args.epochs, args.minutes, default_epochs=10),
+            lr=args.lr,
+            weight_decay=args.weight_decay,
+            seed=args.seed,
         )
-        out.mkdir(parents=True, exist_ok=True)
-        run_file.write_text(json.dumps({name: getattr(args, name) for name in RUN_ARGS}, indent=2))
+    return PretrainRun(
+        **settings,
+        folder=folder,
+        resume=args.resume,
+        model_config=config,
+        train_config=train_config,
+        device=pick_device(args.device),
+        command=command_line("python -m vitcourse.pretrain", argv),
+    )
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse_args(argv)
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # started by torchrun with several processes
+        raise SystemExit(
+            "error: pre-training runs in one process; several processes (torchrun) would each "
+            "pre-train alone and write the same files. Run python -m vitcourse.pretrain instead"
+        )
+    return _pretrain(plan(args, argv))
+
+
+def _pretrain(run: PretrainRun) -> dict:
+    """Pre-train as `run` says, and write the run folder."""
+    if not run.resume:
+        run.folder.write_settings(run.settings())
     if quick_mode():
         print("quick mode: a small subset of the data")
-
-    torch.manual_seed(train_config.seed)
+    torch.manual_seed(run.train_config.seed)
+    info = dataset_info(run.dataset)
     loaders = make_loaders(
         info.name,
-        batch_size=args.batch_size,
-        augment=not args.no_augment,
-        seed=train_config.seed,
-        device=args.device,
-        on_device=pick_device(args.device).type == "cuda",  # the data stays on the GPU
+        batch_size=run.batch_size,
+        augment=not run.no_augment,
+        seed=run.train_config.seed,
+        device=run.device,
+        on_device=run.device.type == "cuda",  # the data stays on the GPU
     )
-    model = MaskedAutoencoder(config)
-    callbacks = [ProgressCallback(), CheckpointCallback(checkpoint)]
-    trainer = PretrainTrainer(model, loaders, train_config, callbacks=callbacks, device=args.device)
-    if args.resume:
-        trainer.resume(checkpoint)
-        print(f"resuming {checkpoint} after epoch {trainer.epoch} ({trainer.elapsed:.0f}s trained)")
-    e = config.encoder
+    model = MaskedAutoencoder(run.model_config)
+    trainer = PretrainTrainer(
+        model, loaders, run.train_config, callbacks=run.folder.callbacks(), device=run.device
+    )
+    if run.resume:
+        print(run.folder.restore(trainer))
+    print(_describe(run, model, loaders, trainer))
+    start = time.perf_counter()
+    trainer.fit()
+    seconds = time.perf_counter() - start
+    if trainer.interrupted:
+        print(run.folder.stopped_early("python -m vitcourse.pretrain"))
+    _draw_reconstructions(trainer.model, loaders, info.name, run.folder.path)
+    metrics = _metrics(run, trainer, loaders, seconds)
+    run.folder.write_results(
+        metrics,
+        trainer.model.encoder,
+        pretrained="masked-patch prediction",
+        command=run.command,
+        train_seconds=trainer.elapsed,
+        val_loss=metrics["val_loss"],
+    )
+    out = run.folder.path
     print(
+        f"reconstruction loss {metrics['val_loss']:.4f} on the validation images (hidden patches,"
+        f" normalised pixels); wrote {out}/ (the encoder: {run.folder.model_file})"
+    )
+    return metrics
+
+
+def _describe(run: PretrainRun, model: MaskedAutoencoder, loaders, trainer) -> str:
+    """The line that says what trains, on what."""
+    config, e = run.model_config, run.model_config.encoder  # e: the encoder's sizes
+    return (
         f"masked autoencoder: a ViT encoder ({e.depth} blocks, width {e.dim}, {e.grid_size}x"
         f"{e.grid_size} patches), {model.num_parameters():,} parameters with the decoder; "
         f"{round(100 * config.mask_ratio)}% of the patches hidden; "
         f"{len(loaders.train.dataset):,} images, no labels; device {trainer.device}"
     )
-    start = time.perf_counter()
-    trainer.fit()
-    seconds = time.perf_counter() - start
-    if trainer.interrupted:
-        print(f"stopped early; resume with: python -m vitcourse.pretrain --out {out} --resume")
+
+
+def _draw_reconstructions(model: MaskedAutoencoder, loaders, name: str, out: Path) -> None:
+    """OUT/reconstructions.png: eight validation images, what the encoder saw, the rebuilt ones."""
     samples = torch.stack([loaders.val.dataset[i][0] for i in range(8)])
     figure = plot_reconstructions(
-        trainer.model, samples, denormalize(samples, info.name), lambda x: denormalize(x, info.name)
+        model, samples, denormalize(samples, name), lambda x: denormalize(x, name)
     )
     figure.savefig(out / "reconstructions.png", dpi=120)
     plt.close(figure)
-    metrics = {
-        "dataset": info.name,
+
+
+def _metrics(run: PretrainRun, trainer: PretrainTrainer, loaders, seconds: float) -> dict:
+    """metrics.json: the run, the model, and the reconstruction loss of every epoch."""
+    epochs = trainer.history.epochs
+    return {
+        "dataset": loaders.info.name,
         "architecture": MaskedAutoencoder.architecture,
         "train_images": len(loaders.train.dataset),
-        "model_config": dataclasses.asdict(config),
-        "train_config": dataclasses.asdict(train_config),
-        "parameters": model.num_parameters(),
-        "encoder_parameters": model.encoder.num_parameters(),
-        "epochs": trainer.history.epochs,
+        "model_config": dataclasses.asdict(run.model_config),
+        "train_config": dataclasses.asdict(run.train_config),
+        "parameters": trainer.model.num_parameters(),
+        "encoder_parameters": trainer.model.encoder.num_parameters(),
+        "epochs": epochs,
         "train_seconds": trainer.elapsed,
-        "val_loss": trainer.history.epochs[-1]["val_loss"] if trainer.history.epochs else None,
+        "val_loss": epochs[-1]["val_loss"] if epochs else None,
         "interrupted": trainer.interrupted,
         "wall_seconds_this_run": seconds,
     }
-    (out / "metrics.json").write_text(json.dumps(metrics, indent=2))
-    save_model(
-        trainer.model.encoder,
-        out / "model.pt",
-        pretrained="masked-patch prediction",
-        command=" ".join(
-            ["python -m vitcourse.pretrain", *(sys.argv[1:] if argv is None else argv)]
-        ),
-        train_seconds=trainer.elapsed,
-        val_loss=metrics["val_loss"],
-    )
-    print(
-        f"reconstruction loss {metrics['val_loss']:.4f} on the validation images (hidden patches,"
-        f" normalised pixels); wrote {out}/ (the encoder: {out / 'model.pt'})"
-    )
-    return metrics
 
 
 if __name__ == "__main__":

@@ -1,0 +1,301 @@
+"""The run `python -m vitcourse.train` trains, settled once before it starts (notebooks 06-09).
+
+`plan` makes a frozen `TrainRun` from the parsed arguments and, on --resume, from the run folder
+(`vitcourse.runs`: run.json's settings, the checkpoint's model and recipe). Every default that
+depends on another value is resolved there: the batch per process, the learning rate scaled to
+it, the dataset's preset (or --init's ViT), the device. Nothing changes the run afterwards; it
+builds its pieces (`TrainRun.loaders`, `new_model`, `new_trainer`), and `vitcourse.train`, the
+command line, runs them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from vitcourse.checkpoints import CheckpointError, build_model, load_checkpoint, load_model
+from vitcourse.cnn import CNNConfig, cnn_preset_for
+from vitcourse.data import Loaders, dataset_info, denormalize, make_loaders
+from vitcourse.distillation import DistillationTrainer
+from vitcourse.environment import pick_device
+from vitcourse.live import LivePlot
+from vitcourse.runs import RunFolder, command_line, resumed_train_config, run_length
+from vitcourse.training import TrainConfig, Trainer
+from vitcourse.vit import ViTConfig, copy_encoder, preset_for
+
+# The default batch, per process: a GPU takes 4 times the CPU's batch of these small images.
+CPU_BATCH, GPU_BATCH = 128, 512
+
+
+def scaled_lr(batch_size: int) -> float:
+    """The default peak learning rate for a batch: the recipe's rate at a batch of 128, times the
+    square root of the batch's growth: the learning-rate part of the square-root scaling rule for
+    Adam (Malladi et al., NeurIPS 2022, which also adjusts Adam's betas and epsilon; we do not).
+    Measured on Fashion-MNIST, 5 passes, one seed (benchmarks/batch_scaling.py): at a batch of
+    512 the square-root rate 4e-3 did best of three, 0.8 points above the unchanged 2e-3 and 3.2
+    above the linear 8e-3."""
+    return TrainConfig.lr * math.sqrt(batch_size / CPU_BATCH)
+
+
+# What run.json keeps and --resume takes back from it, so an interrupted run continues on the
+# same data. Its key names are the file's: runs written before stay readable.
+RUN_ARGS = (
+    "dataset", "model", "fraction", "val_size", "batch_size", "no_augment",
+    "init", "freeze", "teacher", "distillation", "alpha", "tau",
+)  # fmt: skip
+# The options that size a ViT: --model cnn refuses them all, --init all but --pool and --drop-path.
+VIT_ONLY = (
+    "preset", "patch_size", "dim", "depth", "num_heads", "mlp_dim",
+    "pool", "drop_path", "stem_channels", "stem_stride",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class TrainRun:
+    """One run of `python -m vitcourse.train`, settled before it starts (`plan` makes it)."""
+
+    folder: RunFolder  # OUT: run.json, checkpoint.pt, metrics.json, attention.png, model.pt
+    resume: bool  # continue the checkpoint in the folder
+    dataset: str  # the dataset's name as given (run.json's on --resume)
+    model: str  # "vit" or "cnn" (a resumed run's: its checkpoint's)
+    model_config: ViTConfig | CNNConfig  # the preset (and overrides), --init's, the checkpoint's
+    train_config: TrainConfig  # length, peak lr (scaled to the batch unless given), seed, ...
+    fraction: float  # the share of the training images trained on
+    val_size: int  # training images held out for validation
+    batch_size: int  # images per step, all processes together
+    no_augment: bool  # True: no random crops and flips
+    init: Path | None  # the ViT (or pre-training run) whose weights the model starts from
+    freeze: bool  # with init: the new head alone trains (a linear probe)
+    teacher: Path | None  # the trained model distilled into a DeiT student
+    distillation: str  # "hard" or "soft"
+    alpha: float | None  # weight of the teacher's loss (None: DeiT's for the kind)
+    tau: float | None  # soft distillation's temperature (None: DeiT's)
+    device: torch.device  # where this process trains
+    precision: str  # "auto", "fp32", "bf16" or "fp16"
+    compile: bool  # torch.compile the model
+    rank: int = 0  # this process's place under torchrun; 0 prints and writes the files
+    world_size: int = 1  # how many processes train together
+    command: str = "python -m vitcourse.train"  # the command line, recorded in model.pt
+
+    @property
+    def lead(self) -> bool:
+        """True for the one process that prints and writes files."""
+        return self.rank == 0
+
+    @property
+    def architecture(self) -> str:
+        """The kind of model trained: "vit", "cnn", or "deit" (a ViT student of a teacher)."""
+        return "deit" if self.teacher else self.model
+
+    def settings(self) -> dict:
+        """What run.json holds."""
+        return {name: getattr(self, name) for name in RUN_ARGS}
+
+    def loaders(self) -> Loaders:
+        """This process's share of the data: the run's dataset, fraction and batches."""
+        return make_loaders(
+            self.dataset,
+            batch_size=self.batch_size // self.world_size,
+            rank=self.rank,
+            world_size=self.world_size,
+            augment=not self.no_augment,
+            seed=self.train_config.seed,
+            device=self.device,
+            on_device=self.device.type == "cuda",  # the data stays on the GPU
+            fraction=self.fraction,
+            val_size=self.val_size,
+        )
+
+    def new_model(self) -> nn.Module:
+        """A new model of the run's kind, with --init's weights (and --freeze) where asked."""
+        model = build_model(self.architecture, dataclasses.asdict(self.model_config))
+        if self.init and not self.resume:
+            start_from(model, self.init, self.freeze)
+        elif self.freeze:  # a resumed linear probe: the same parameters train as before the stop
+            start_from(model, self.folder.checkpoint, freeze=True)
+        return model
+
+    def new_trainer(self, model: nn.Module, loaders: Loaders) -> Trainer:
+        """The trainer, with the lead process's callbacks; a `DistillationTrainer` for --teacher."""
+        callbacks = self.folder.callbacks() if self.lead else []
+        if self.model == "vit" and self.lead:  # a CNN has no attention maps to draw
+            samples = torch.stack([loaders.val.dataset[i][0] for i in range(4)])
+            plot = LivePlot(
+                samples,
+                denormalize(samples, loaders.info.name),
+                every_seconds=float("inf"),
+                png=self.folder.path / "attention.png",
+                show=False,
+            )
+            callbacks.append(plot)
+        common = dict(
+            callbacks=callbacks, device=self.device, precision=self.precision, compile=self.compile
+        )
+        if not self.teacher:
+            return Trainer(model, loaders, self.train_config, **common)
+        try:
+            teacher = load_model(self.teacher)
+        except CheckpointError as e:
+            raise SystemExit(f"error: --teacher: {e}") from None
+        return DistillationTrainer(
+            model,
+            loaders,
+            self.train_config,
+            teacher,
+            self.distillation,
+            self.alpha,
+            self.tau,
+            **common,
+        )
+
+
+def plan(
+    args: argparse.Namespace,
+    rank: int = 0,
+    world_size: int = 1,
+    device: str | None = None,
+    argv: list[str] | None = None,
+) -> TrainRun:
+    """The run `args` ask for, as process `rank` of `world_size` on `device` (where torchrun put
+    it; None: --device's). On --resume, run.json's settings and the checkpoint's model and recipe
+    stand. Refuses, saying why, options that do not go together."""
+    folder = RunFolder(args.out or Path("runs") / dataset_info(args.dataset).name)
+    given = {name: getattr(args, name) for name in RUN_ARGS}
+    state, settings = folder.resume(given) if args.resume else (None, given)
+    if state is not None:  # the kind of model the checkpoint holds, whatever run.json says
+        settings["model"] = "cnn" if state.get("architecture") == "cnn" else "vit"
+    _check_combinations(settings)
+    device = pick_device(device or args.device)
+    if settings["batch_size"] is None:  # (a resumed run keeps its own, from run.json)
+        per_process = GPU_BATCH if device.type == "cuda" else CPU_BATCH
+        settings["batch_size"] = per_process * world_size
+    model_config = _model_config(args, settings)
+    train_config = _train_config(args, settings["batch_size"])
+    if state is not None:
+        config_class = CNNConfig if settings["model"] == "cnn" else ViTConfig
+        model_config = config_class(**state["model_config"])
+        train_config = resumed_train_config(state, args.epochs, args.minutes)
+    if settings["batch_size"] % world_size:
+        raise SystemExit(
+            f"error: --batch-size {settings['batch_size']} is the batch of all {world_size} "
+            f"processes together; give a multiple of {world_size}"
+        )
+    paths = {n: Path(settings[n]) for n in ("init", "teacher") if settings[n] is not None}
+    return TrainRun(
+        **{**settings, **paths},
+        folder=folder,
+        resume=args.resume,
+        model_config=model_config,
+        train_config=train_config,
+        device=device,
+        precision=args.precision,
+        compile=args.compile,
+        rank=rank,
+        world_size=world_size,
+        command=command_line("python -m vitcourse.train", argv),
+    )
+
+
+def _check_combinations(settings: dict) -> None:
+    """Refuse options that do not go together, saying why."""
+    if settings["freeze"] and not settings["init"]:
+        raise SystemExit("error: --freeze trains the head on top of --init's weights; give --init")
+    if settings["model"] == "cnn" and (settings["init"] or settings["teacher"]):
+        raise SystemExit("error: --init and --teacher start a ViT; --model cnn does not use them")
+    if settings["init"] and settings["teacher"]:
+        raise SystemExit(
+            "error: --init and --teacher together are not supported: the distilled ViT has an "
+            "extra token the pre-trained one lacks"
+        )
+
+
+def _flags(args: argparse.Namespace, names: tuple[str, ...]) -> list[str]:
+    """The options among `names` given on the command line, as typed: ["--patch-size", ...]."""
+    return [f"--{n.replace('_', '-')}" for n in names if getattr(args, n) is not None]
+
+
+def _model_config(args: argparse.Namespace, settings: dict) -> ViTConfig | CNNConfig:
+    """The model the arguments ask for: the dataset's CNN, --init's ViT, or the dataset's ViT
+    preset (or --preset) with the sizes given."""
+    info = dataset_info(settings["dataset"])
+    if settings["model"] == "cnn":
+        given = _flags(args, VIT_ONLY)
+        if given:
+            raise SystemExit(
+                f"error: {', '.join(given)} set the ViT; --model cnn does not use them"
+            )
+        return cnn_preset_for(info.name)
+    if settings["init"] and not args.resume:  # a resumed run's sizes come from its checkpoint
+        return _init_config(args, info)
+    changes = {n: getattr(args, n) for n in VIT_ONLY[1:] if getattr(args, n) is not None}
+    try:
+        return preset_for(info.name, args.preset or info.train_preset, **changes)
+    except ValueError as e:  # sizes that do not fit together, e.g. --patch-size 5 on 28 pixels
+        raise SystemExit(f"error: {e}") from None
+
+
+def _train_config(args: argparse.Namespace, batch_size: int) -> TrainConfig:
+    """The recipe the arguments ask for; the peak learning rate, unless given, scaled to the
+    batch of all processes."""
+    return TrainConfig(
+        **run_length(args.epochs, args.minutes, TrainConfig.epochs),
+        lr=args.lr or scaled_lr(batch_size),
+        weight_decay=args.weight_decay,
+        warmup=args.warmup,
+        label_smoothing=args.label_smoothing,
+        seed=args.seed,
+    )
+
+
+def _init_config(args: argparse.Namespace, info) -> ViTConfig:
+    """The config of the ViT in --init, with the dataset's classes; a clear error if it cannot
+    read the dataset's images or if sizes were asked for too."""
+    sizes = [flag for flag in _flags(args, VIT_ONLY) if flag not in ("--drop-path", "--pool")]
+    if sizes:
+        raise SystemExit(
+            f"error: --init {args.init} sets the model's sizes; drop {', '.join(sizes)}"
+        )
+    try:
+        state = load_checkpoint(args.init)
+    except CheckpointError as e:
+        raise SystemExit(f"error: --init: {e}") from None
+    architecture = state.get("architecture", "vit")
+    if architecture not in ("vit", "mae"):
+        raise SystemExit(
+            f"error: --init expects a ViT or a pre-training run (vitcourse.pretrain's model.pt "
+            f"or checkpoint.pt); {args.init} holds a {architecture!r} model"
+        )
+    config = state["model_config"]
+    encoder = ViTConfig(**(config["encoder"] if architecture == "mae" else config))
+    wanted = (info.channels, info.image_size, info.image_size)
+    found = (encoder.in_channels, encoder.image_size, encoder.image_size)
+    if wanted != found:
+        raise SystemExit(
+            f"error: --init {args.init} holds a ViT for {'x'.join(map(str, found))} images "
+            f"(channels x height x width); {info.name} has {'x'.join(map(str, wanted))} images"
+        )
+    changes = {"num_classes": len(info.classes)}
+    changes.update({n: getattr(args, n) for n in ("drop_path", "pool") if getattr(args, n)})
+    return dataclasses.replace(encoder, **changes)
+
+
+def start_from(model: torch.nn.Module, path: Path, freeze: bool) -> None:
+    """Copy every weight of the ViT in `path` into `model` except its head (the classes change);
+    with `freeze`, only the new head will train."""
+    state = load_checkpoint(path)
+    weights = state["model"]
+    if state.get("architecture") == "mae":  # a whole masked autoencoder: keep its encoder
+        weights = {k[len("encoder.") :]: v for k, v in weights.items() if k.startswith("encoder.")}
+    try:
+        copy_encoder(model, weights)
+    except ValueError as e:
+        raise SystemExit(f"error: --init {path}: {e}") from None
+    if freeze:
+        for name, parameter in model.named_parameters():
+            parameter.requires_grad_(name.startswith("head"))
