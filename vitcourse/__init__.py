@@ -3,35 +3,49 @@
 Each module is one concept, introduced by one notebook (Dosovitskiy et al., "An Image is Worth
 16x16 Words", ICLR 2021):
 
-    environment, data   notebook 00: the machine, the data folder, the datasets and each one's
-                        course models (`DatasetInfo.vit_preset`, `train_preset`, `cnn_preset`);
-                        every notebook's set-up cell (`setup`: Colab, Kaggle, a laptop)
+    environment         notebook 00: the machine (quick mode, the data folder, the device) and
+                        every notebook's set-up cell (`setup`)
+    hosting             Colab and Kaggle: the packages around their torch, the course files
+    datasets, data      notebook 00: the table of datasets and each one's course models
+                        (`DatasetInfo`); `load_dataset`, `make_loaders`
+    files, batching     the datasets' files (checks, downloads, offline messages); images held
+                        in memory and augmented a batch at a time
+    photos              notebooks 01, 05, 09: real 224 x 224 photos, offline
     patching            notebook 01: an image as a sequence of patches
     embedding           notebook 02: patch embedding, position embeddings
     attention           notebook 03: scaled dot-product and multi-head self-attention
     block               notebook 04: the pre-norm transformer block
     vit                 notebook 05: the whole model, its presets (`preset_for(dataset)`),
                         `count_parameters`, timm/torchvision weights
-    checks, widgets     notebooks 01-05: exercise checks with hints; interactive explorers
+    checks/             notebooks 01-09: exercise checks with hints, one module per module it
+                        checks (`checks.attention` checks `attention`), a harness and a registry
+    widgets, diagrams   notebooks 01-05: interactive explorers; the model drawn with its shapes
     student             student copies of the notebooks, solutions removed
-    training, live      notebook 06: the trainer and its callbacks; the live attention plot;
-                        mixed precision, torch.compile and torchrun (the README's "Scaling up")
-    checkpoints         notebook 06: model files and training runs, saved and loaded safely;
-                        the registry of model kinds (ViT, CNN); the shipped trained model
-    train               the command-line trainer, python -m vitcourse.train
-    analysis            notebooks 06-07: attention rollout, attention distance, Figure 7
+    training            notebook 06: `TrainConfig`, `train_step`, and the `Trainer`'s loop
+    callbacks           notebook 06: what happens around the loop (progress, checkpoints, ...)
+    evaluation, clock   notebook 06: loss and accuracy on a split; the time budget's clock
+    resuming            notebook 06: what a checkpoint holds; an interrupted epoch goes on
+    scaling             the README's "Scaling up": mixed precision, torch.compile, torchrun
+    checkpoints         notebook 06: model files saved and loaded safely; the registry of
+                        model kinds (ViT, CNN); the shipped trained models
+    live                notebook 06: the live plot of curves and attention maps
+    analysis            notebooks 06-08: attention rollout, attention distance, Figure 7
     cnn                 notebook 08: a small CNN, to race the ViT
     pretraining         notebook 09: masked-patch pre-training (MAE): masking, loss, model, trainer
-    pretrain            python -m vitcourse.pretrain, pre-training from the command line
     distillation        notebook 09: DeiT's distillation losses and trainer (the student,
                         `DistilledViT`, lives in vit)
-    diagrams            notebooks 03-05: the model drawn from its config, with its shapes
+    runs, train_run     the command lines' run folder (run.json, resume, metrics, model.pt) and
+                        the frozen description of a training run
+    train, pretrain     python -m vitcourse.train / vitcourse.pretrain
+    grade, grade_worker python -m vitcourse.grade: a class graded, one notebook per worker
 
-Imports flow one way, from the bottom up (a test checks there is no cycle): environment, then
-data, then the model pieces (patching, embedding, attention, block, then vit and cnn), then
-checkpoints, training, live, pretraining and distillation, and the command lines (train,
-pretrain). analysis and widgets read the model pieces only; checks reads them and the references
-of training, pretraining and distillation; student reads nothing of the package.
+Imports flow one way, from the bottom up (tests/test_package.py checks there is no cycle,
+subpackages included): hosting, then environment, scaling, the data modules, then the model
+pieces (patching, embedding, attention, block, then vit and cnn), then checkpoints, the training
+rooms (evaluation, clock, callbacks, resuming) and training, then live, pretraining and
+distillation, and the command lines (runs, train_run, train, pretrain). analysis, widgets and
+diagrams read the model pieces only; checks reads them and the references of training,
+pretraining and distillation; student reads nothing of the package but `checks`.
 
 Shape legend, used in every docstring and comment:
 
