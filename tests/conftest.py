@@ -86,3 +86,18 @@ def new_trainer(config=None, callbacks=(), seed=0):
     model = VisionTransformer(TINY_VIT)  # the seed only changes the initial weights, not the data
     config = config or TrainConfig(epochs=4, lr=3e-3, warmup=0.1)
     return Trainer(model, make_toy_loaders(), config, list(callbacks), "cpu")
+
+
+def need(module: str, install: str = "pip install -r requirements-extras.txt"):
+    """Import an optional package for a test: skipped with the reason without it, except under
+    CI (the `CI` variable set, as .ci/run sets it), where a missing package fails the test."""
+    import importlib
+    import os
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        message = f"this test needs {module} ({install})"
+        if os.environ.get("CI"):
+            pytest.fail(message + "; under CI a missing package is a failure")
+        pytest.skip(message)
