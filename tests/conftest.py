@@ -99,5 +99,5 @@ def need(module: str, install: str = "pip install -r requirements-extras.txt"):
     except ImportError:
         message = f"this test needs {module} ({install})"
         if os.environ.get("CI"):
-            pytest.fail(message + "; under CI a missing package is a failure")
-        pytest.skip(message)
+            pytest.fail(message + "; under CI a missing package is a failure", pytrace=False)
+        pytest.skip(message, allow_module_level=True)  # in a test, a fixture or a module

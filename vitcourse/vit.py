@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -33,6 +34,9 @@ from vitcourse.embedding import (
     sincos_2d_position_embedding,
 )
 from vitcourse.environment import is_online
+
+if TYPE_CHECKING:  # for the annotations only: transformers is an optional extra
+    from transformers import ViTForImageClassification
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,9 @@ class ViTConfig:
     # 1: the stem keeps the image size. 2: each stem convolution halves it (rounding up), and
     # patch_size counts pixels of the stem's output, not of the image.
     stem_stride: int = 1
+    # LayerNorm's epsilon, added to the variance before dividing by its square root. timm and
+    # torchvision use 1e-6; Hugging Face's ViT uses 1e-12 (`from_transformers` carries it).
+    norm_eps: float = 1e-6
 
     def __post_init__(self):
         # A list (from JSON or a checkpoint) becomes a tuple, so the config stays hashable.
@@ -82,6 +89,8 @@ class ViTConfig:
             raise ValueError(f"pos_embed must be 'learned' or 'sincos', got {self.pos_embed!r}")
         if self.pos_embed == "sincos" and self.dim % 4:
             raise ValueError(f"sincos position embeddings need dim divisible by 4, got {self.dim}")
+        if self.norm_eps <= 0:
+            raise ValueError(f"norm_eps must be positive, got {self.norm_eps}")
 
     @property
     def stem_size(self) -> int:
@@ -240,7 +249,9 @@ class VisionTransformer(nn.Module):
             )
             for i in range(c.depth)
         )
-        self.norm = nn.LayerNorm(c.dim, eps=1e-6)
+        for block in self.blocks:  # TransformerBlock builds its LayerNorms with eps 1e-6
+            block.norm1.eps = block.norm2.eps = c.norm_eps
+        self.norm = nn.LayerNorm(c.dim, eps=c.norm_eps)
         self.head = nn.Linear(c.dim, c.num_classes)
         self.reset_parameters()
 
@@ -533,3 +544,220 @@ def from_torchvision(model: nn.Module) -> VisionTransformer:
     vit = VisionTransformer(config)
     vit.load_state_dict(state)
     return vit
+
+
+# --- Hugging Face transformers --------------------------------------------------------------------
+
+# transformers' `ViTForImageClassification`, ours -> theirs. Its attention keeps the query, key and
+# value projections apart (`_TRANSFORMERS_QKV`); ours stacks them in `attn.qkv`.
+_TRANSFORMERS_NAMES = {
+    "patch_embed.proj.weight": "vit.embeddings.patch_embeddings.projection.weight",
+    "patch_embed.proj.bias": "vit.embeddings.patch_embeddings.projection.bias",
+    "cls_token": "vit.embeddings.cls_token",
+    "pos_embed": "vit.embeddings.position_embeddings",
+    "norm.weight": "vit.layernorm.weight",
+    "norm.bias": "vit.layernorm.bias",
+    "head.weight": "classifier.weight",
+    "head.bias": "classifier.bias",
+}
+# Inside block i: transformers 5 renamed its ViT's modules (`vit.layers.i.mlp.fc1`); the second
+# name is version 4's (`vit.encoder.layer.i.intermediate.dense`).
+_TRANSFORMERS_BLOCK = {
+    "norm1": ("layernorm_before", "layernorm_before"),
+    "attn.proj": ("attention.o_proj", "attention.output.dense"),
+    "norm2": ("layernorm_after", "layernorm_after"),
+    "mlp.fc1": ("mlp.fc1", "intermediate.dense"),
+    "mlp.fc2": ("mlp.fc2", "output.dense"),
+}
+_TRANSFORMERS_QKV = (
+    ("attention.q_proj", "attention.k_proj", "attention.v_proj"),
+    ("attention.attention.query", "attention.attention.key", "attention.attention.value"),
+)
+
+
+def _transformers_names(theirs: dict, depth: int) -> tuple[dict[str, str], list[tuple[str, ...]]]:
+    """Our state dict's names -> those in transformers' state dict `theirs` (either version's), and
+    each block's (query, key, value) prefixes, the three parts of our `attn.qkv`."""
+    old = "vit.layers.0.layernorm_before.weight" not in theirs  # transformers 4
+    layer = "vit.encoder.layer" if old else "vit.layers"
+    names, qkv = dict(_TRANSFORMERS_NAMES), []
+    for i in range(depth):
+        for ours, versions in _TRANSFORMERS_BLOCK.items():
+            for kind in ("weight", "bias"):
+                names[f"blocks.{i}.{ours}.{kind}"] = f"{layer}.{i}.{versions[old]}.{kind}"
+        qkv.append(tuple(f"{layer}.{i}.{name}" for name in _TRANSFORMERS_QKV[old]))
+    return names, qkv
+
+
+def _transformers_pretrained(name: str) -> ViTForImageClassification:
+    """transformers' `ViTForImageClassification` named `name` (on the hub, or a folder that
+    `save_pretrained` wrote), or `PretrainedUnavailable` saying why it cannot be had."""
+    from transformers import ViTForImageClassification
+
+    try:
+        return ViTForImageClassification.from_pretrained(name)
+    except Exception as e:  # noqa: BLE001 - a failed download can raise many kinds of error
+        told = any(
+            os.environ.get(flag, "").upper() in ("1", "ON", "YES", "TRUE")
+            for flag in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+        )
+        if not Path(name).exists() and (
+            told or not is_online("https://huggingface.co/api/models/" + name)
+        ):
+            raise PretrainedUnavailable(
+                f"offline: transformers' {name} is not in the Hugging Face cache and cannot be "
+                "downloaded (it needs huggingface.co)"
+            ) from e
+        raise PretrainedUnavailable(
+            f"transformers could not load {name}: {type(e).__name__}: {e}"
+        ) from e
+
+
+def _config_from_transformers(model: nn.Module) -> ViTConfig:
+    """The `ViTConfig` of transformers' `ViTForImageClassification`; a clear error for anything
+    else, and for what the course's ViT cannot model."""
+    from transformers import ViTForImageClassification, ViTModel
+
+    if isinstance(model, ViTModel):
+        raise ValueError(
+            "expected a ViTForImageClassification, got a bare ViTModel, which has no classifier "
+            "head: load its weights with ViTForImageClassification.from_pretrained(name, "
+            "num_labels=...) for a new head"
+        )
+    if not isinstance(model, ViTForImageClassification):
+        raise ValueError(
+            "expected transformers' ViTForImageClassification (or its hub name), got "
+            f"{type(model).__module__}.{type(model).__name__}"
+        )
+    c = model.config
+    (H, W), (P, Q) = (  # transformers also takes (height, width) pairs
+        (v, v) if isinstance(v, int) else tuple(v) for v in (c.image_size, c.patch_size)
+    )
+    act, heads = c.hidden_act, c.num_attention_heads
+    head_dim = getattr(c, "head_dim", None) or c.hidden_size // heads
+    unsupported = {
+        f"hidden_act {act!r} (expected 'gelu', the exact GELU of ours)": act != "gelu",
+        f"a non-square image {H}x{W}": H != W,
+        f"non-square patches {P}x{Q}": P != Q,
+        f"image size {H} not a multiple of patch size {P} (transformers drops the edge)": H % P,
+        f"num_labels {c.num_labels} (expected a classifier, num_labels > 0)": c.num_labels < 1,
+        f"head_dim {head_dim} (expected hidden_size / heads)": head_dim * heads != c.hidden_size,
+    }
+    problems = [name for name, present in unsupported.items() if present]
+    if problems:
+        raise ValueError(
+            f"this transformers ViT has features vitcourse does not model: {', '.join(problems)}"
+        )
+    return ViTConfig(
+        image_size=H,
+        patch_size=P,
+        in_channels=c.num_channels,
+        num_classes=c.num_labels,
+        dim=c.hidden_size,
+        depth=c.num_hidden_layers,
+        num_heads=c.num_attention_heads,
+        mlp_dim=c.intermediate_size,
+        qkv_bias=c.qkv_bias,
+        dropout=c.hidden_dropout_prob,
+        attn_dropout=c.attention_probs_dropout_prob,
+        norm_eps=c.layer_norm_eps,
+    )
+
+
+def from_transformers(model: ViTForImageClassification | str | os.PathLike) -> VisionTransformer:
+    """A `VisionTransformer` with the weights of Hugging Face transformers'
+    `ViTForImageClassification` (same outputs), in the same mode (train or eval).
+
+    `model` may also name one: `from_transformers("google/vit-base-patch16-224")` downloads it
+    (transformers then keeps it in its cache), or a folder that `save_pretrained` wrote. Without
+    the network, and not in the cache, that raises `PretrainedUnavailable` at once. A bare
+    `ViTModel` is refused: it has no classifier head. Dropout rates carry across; ours also drops
+    after the MLP's GELU, which changes training only. transformers' `encoder_stride` belongs to
+    its masked-image-modelling decoder and is not needed.
+    """
+    if isinstance(model, (str, os.PathLike)):
+        model = _transformers_pretrained(str(model))
+    config = _config_from_transformers(model)
+    theirs = model.state_dict()
+    names, qkv = _transformers_names(theirs, config.depth)
+    state = {ours: theirs[name] for ours, name in names.items()}
+    for i, parts in enumerate(qkv):
+        for kind in ("weight", "bias"):
+            if f"{parts[0]}.{kind}" in theirs:  # no biases when qkv_bias is False
+                # q, k and v one after another: the (3, h, d) order in which attn.qkv splits them.
+                stacked = [theirs[f"{part}.{kind}"] for part in parts]  # 3 x (D, ...)
+                state[f"blocks.{i}.attn.qkv.{kind}"] = torch.cat(stacked)  # -> (3D, ...)
+    ours = VisionTransformer(config)
+    ours.load_state_dict(state)
+    return ours.train(model.training)
+
+
+def _check_transformers_can_hold(model: nn.Module) -> None:
+    """A clear error if transformers' `ViTForImageClassification` cannot hold `model`."""
+    if not isinstance(model, VisionTransformer):
+        raise ValueError(f"expected a vitcourse VisionTransformer, got {type(model).__name__}")
+    c = model.config
+    distilled = (
+        "a distilled ViT (cls and distillation tokens, two heads; transformers' "
+        "DeiTForImageClassificationWithTeacher is that model)"
+    )
+    mean = (
+        "pool='mean' (transformers' ViT classifies the cls token and has no mean pooling: "
+        "expected pool='cls')"
+    )
+    stem = f"a convolutional stem {c.stem_channels} (transformers' ViT starts with the patches)"
+    unsupported = {
+        distilled: isinstance(model, DistilledViT),
+        mean: c.pool != "cls",
+        stem: bool(c.stem_channels),
+    }
+    problems = [name for name, present in unsupported.items() if present]
+    if problems:
+        raise ValueError(
+            f"transformers' ViTForImageClassification cannot hold this model: {', '.join(problems)}"
+        )
+
+
+def to_transformers(model: VisionTransformer) -> ViTForImageClassification:
+    """Hugging Face transformers' `ViTForImageClassification` with the weights of `model` (same
+    outputs), in the same mode: to `save_pretrained` it, share it on the hub, or fine-tune it with
+    transformers' tools.
+
+    Refused, since transformers' ViT cannot hold them: mean pooling, a convolutional stem, a
+    distilled ViT. Carried with a documented loss, as neither changes the outputs in eval mode:
+    drop path (transformers' ViT has no stochastic depth, so training there runs without it), and
+    sin-cos position embeddings, which become learned ones with the same values.
+    """
+    from transformers import ViTConfig as TransformersConfig
+    from transformers import ViTForImageClassification
+
+    _check_transformers_can_hold(model)
+    c = model.config
+    config = TransformersConfig(
+        image_size=c.image_size,
+        patch_size=c.patch_size,
+        num_channels=c.in_channels,
+        num_labels=c.num_classes,
+        hidden_size=c.dim,
+        num_hidden_layers=c.depth,
+        num_attention_heads=c.num_heads,
+        intermediate_size=c.mlp_dim,
+        hidden_act="gelu",
+        qkv_bias=c.qkv_bias,
+        hidden_dropout_prob=c.dropout,
+        attention_probs_dropout_prob=c.attn_dropout,
+        layer_norm_eps=c.norm_eps,
+    )
+    theirs = ViTForImageClassification(config)
+    names, qkv = _transformers_names(theirs.state_dict(), c.depth)
+    ours = model.state_dict()
+    state = {name: ours[key] for key, name in names.items()}
+    for i, parts in enumerate(qkv):
+        for kind in ("weight", "bias"):
+            if f"blocks.{i}.attn.qkv.{kind}" in ours:
+                split = ours[f"blocks.{i}.attn.qkv.{kind}"].chunk(3)  # (3D, ...) -> q, k, v
+                state.update(
+                    (f"{part}.{kind}", value) for part, value in zip(parts, split, strict=True)
+                )
+    theirs.load_state_dict(state)
+    return theirs.train(model.training)
