@@ -226,7 +226,6 @@ def test_make_loaders_fraction_keeps_a_share_of_training_only():
     [
         (table, "DATASETS"),
         (table, "DatasetInfo"),
-        (table, "dataset_info"),
         (files, "DOWNLOAD_TIMEOUT"),
         (files, "FASHION_MNIST_MD5"),
         (files, "DatasetNotFoundError"),
@@ -243,3 +242,12 @@ def test_names_that_moved_out_are_still_found_in_data(module, name):
     """Notebooks, student copies and learners' own code import these from `vitcourse.data`."""
     assert name in data.__all__
     assert getattr(data, name) is getattr(module, name)
+
+
+def test_data_dataset_info_is_the_tables_for_its_names():
+    """`vitcourse.data.dataset_info` is the door: the table's entry for a name (a folder's path is
+    `vitcourse.folders`', tests/test_folders.py), and a `DatasetInfo` stands for itself."""
+    assert "dataset_info" in data.__all__
+    for name in table.DATASETS:
+        assert data.dataset_info(name) is table.dataset_info(name) is table.DATASETS[name]
+        assert data.dataset_info(table.DATASETS[name]) is table.DATASETS[name]

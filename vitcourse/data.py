@@ -1,10 +1,12 @@
-"""Datasets: one door, `load_dataset`, for Fashion-MNIST, MNIST, CIFAR-10 and CIFAR-100.
+"""Datasets: one door, `load_dataset`, for Fashion-MNIST, MNIST, CIFAR-10, CIFAR-100 and your own.
 
 Introduced in notebook 00. Fashion-MNIST (the default) ships with the course in
 `data/FashionMNIST/raw/` as its four official archives, so the course runs offline. The others are
 downloaded by torchvision into the data folder when the machine is online, and checked by MD5.
 Offline with the files missing, `load_dataset` raises `DatasetNotFoundError` at once, saying how to
-get them: never a hang, never a silent swap to another dataset.
+get them: never a hang, never a silent swap to another dataset. A name that is the path of a
+folder, one sub-folder per class, is your own images (`vitcourse.folders`): every function here
+takes it as it takes "cifar10".
 
 Images come out as normalised tensors (C, H, W): each channel minus the training set's mean,
 divided by its standard deviation, so that pixel values are centred on 0 with spread 1.
@@ -13,8 +15,8 @@ divided by its standard deviation, so that pixel values are centred on 0 with sp
 The rooms this module reads from, each named after its concept (and every name re-exported here,
 so `from vitcourse.data import ...` keeps working): `datasets` (the table, one `DatasetInfo` per
 dataset), `files` (checks, unpacking, downloads, the offline error), `batching` (images kept in
-memory, augmented a batch at a time), `photos` (scikit-image's 224 x 224 photos) and, from
-`scaling`, `ShardSampler` (each process's share under torchrun).
+memory, augmented a batch at a time), `folders` (your own images), `photos` (scikit-image's
+224 x 224 photos) and, from `scaling`, `ShardSampler` (each process's share under torchrun).
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ import torch
 from torch.utils.data import DataLoader, Dataset, Subset
 from torchvision import transforms
 
+from vitcourse import datasets
 from vitcourse.batching import InMemoryImages, random_crop_flip
-from vitcourse.datasets import DATASETS, DatasetInfo, dataset_info
+from vitcourse.datasets import DATASETS, DatasetInfo
 from vitcourse.environment import default_root, pick_device, quick_mode
 from vitcourse.files import (
     DOWNLOAD_TIMEOUT,
@@ -37,6 +40,15 @@ from vitcourse.files import (
     prepare_fashion_mnist,
     unpack_or_download,
 )
+from vitcourse.folders import (
+    DEFAULT_IMAGE_SIZE,
+    FolderError,
+    folder_images,
+    folder_info,
+    folder_split,
+    is_image_folder,
+    prepare_image,
+)
 from vitcourse.photos import PHOTOS, load_photo
 from vitcourse.scaling import ShardSampler
 
@@ -44,6 +56,7 @@ __all__ = [
     # here
     "QUICK_SIZES",
     "Loaders",
+    "dataset_info",
     "denormalize",
     "image_transform",
     "load_dataset",
@@ -51,14 +64,15 @@ __all__ = [
     "make_loaders",
     # re-exported from the modules they moved to
     "DATASETS",
+    "DEFAULT_IMAGE_SIZE",
     "DOWNLOAD_TIMEOUT",
     "FASHION_MNIST_MD5",
     "PHOTOS",
     "DatasetInfo",
     "DatasetNotFoundError",
+    "FolderError",
     "InMemoryImages",
     "ShardSampler",
-    "dataset_info",
     "load_photo",
     "prepare_fashion_mnist",
     "random_crop_flip",
@@ -68,19 +82,44 @@ __all__ = [
 QUICK_SIZES = (1024, 256, 256)
 
 
-def image_transform(name: str, augment: bool = False) -> transforms.Compose:
-    """PIL image -> normalised tensor, with the dataset's training augmentation if `augment`."""
+def dataset_info(name: str | DatasetInfo, image_size: int | None = None) -> DatasetInfo:
+    """The `DatasetInfo` of a dataset: "fashion-mnist", "mnist", "cifar10", "cifar100", or the path
+    of a folder of your own images, resized to `image_size` pixels (default 32; `vitcourse.folders`).
+    A `DatasetInfo` stands for itself, so code that holds one (a run's, with the statistics kept in
+    its run.json) passes it wherever a name goes."""
+    if isinstance(name, DatasetInfo):
+        return name
+    if is_image_folder(name):
+        return folder_info(name, image_size)
+    info = datasets.dataset_info(name)
+    if image_size is not None and image_size != info.image_size:
+        raise ValueError(
+            f"image_size resizes a folder of your own images; {info.name}'s images are "
+            f"{info.image_size} x {info.image_size}"
+        )
+    return info
+
+
+def image_transform(name: str | DatasetInfo, augment: bool = False) -> transforms.Compose:
+    """PIL image -> normalised tensor, with the dataset's training augmentation if `augment`.
+    For a folder, any image (a new photo of yours) is first made as its images were."""
     info = dataset_info(name)
     steps: list = []
+    if info.folder is not None:  # to uint8 (C, S, S), then to [0, 1]: what ToTensor does
+        size, channels = info.image_size, info.channels
+        steps.append(transforms.Lambda(lambda image: prepare_image(image, size, channels)))
+        steps.append(transforms.Lambda(lambda pixels: pixels.float().div(255)))
     if augment:
         steps.append(transforms.RandomCrop(info.image_size, padding=info.crop_padding))
         if info.hflip:
             steps.append(transforms.RandomHorizontalFlip())
-    steps += [transforms.ToTensor(), transforms.Normalize(info.mean, info.std)]
+    if info.folder is None:
+        steps.append(transforms.ToTensor())
+    steps.append(transforms.Normalize(info.mean, info.std))
     return transforms.Compose(steps)
 
 
-def denormalize(images: torch.Tensor, name: str) -> torch.Tensor:
+def denormalize(images: torch.Tensor, name: str | DatasetInfo) -> torch.Tensor:
     """Undo the normalisation, back to pixels in [0, 1] for drawing. Works on (C, H, W) or (B, C, H, W)."""
     info = dataset_info(name)
     mean = torch.tensor(info.mean, device=images.device).view(-1, 1, 1)  # (C, 1, 1)
@@ -89,7 +128,7 @@ def denormalize(images: torch.Tensor, name: str) -> torch.Tensor:
 
 
 def load_dataset(
-    name: str = "fashion-mnist",
+    name: str | DatasetInfo = "fashion-mnist",
     train: bool = True,
     root: str | Path | None = None,
     augment: bool = False,
@@ -98,12 +137,16 @@ def load_dataset(
     """The training or test split of a dataset, as normalised (C, H, W) tensors and int labels.
 
     `name` is one of "fashion-mnist" (the default, shipped with the course), "mnist", "cifar10",
-    "cifar100". `root` is the data folder (default: `default_root()`). With `augment`, each image
-    is randomly cropped (and mirrored where that keeps the class) every time it is read. A
-    dataset that is not on disk is downloaded when `download` is true and the machine is online;
-    otherwise a `DatasetNotFoundError` says how to get it.
+    "cifar100", or the path of a folder of your own images (its training or test split, read
+    once into memory: `vitcourse.folders`). `root` is the data folder (default:
+    `default_root()`). With `augment`, each image is randomly cropped (and mirrored where that
+    keeps the class) every time it is read. A dataset that is not on disk is downloaded when
+    `download` is true and the machine is online; otherwise a `DatasetNotFoundError` says how to
+    get it.
     """
     info = dataset_info(name)
+    if info.folder is not None:
+        return folder_split(info, "train" if train else "test", augment)
     root = Path(root) if root is not None else default_root()
     transform = image_transform(info.name, augment)
     if info.name == "fashion-mnist":
@@ -127,7 +170,7 @@ class Loaders(NamedTuple):
 
 
 def make_loaders(
-    name: str = "fashion-mnist",
+    name: str | DatasetInfo = "fashion-mnist",
     batch_size: int = 128,
     val_size: int = 5000,
     augment: bool = True,
@@ -144,11 +187,13 @@ def make_loaders(
 
     The validation split is `val_size` images held out of the training set (the same ones for a
     given `seed`), read without augmentation; the test split is the official one, kept for the
-    final score. `limit` cuts the training split to that many images (validation and test to a
-    quarter of it); in quick mode it defaults to `QUICK_SIZES`. `fraction` then keeps only that
-    share of the training images (the same ones for a given `seed`; validation and test stay
-    whole), to see how a model copes with less data (notebook 08). The images are held in memory
-    as bytes and augmented a batch at a time (`InMemoryImages`).
+    final score. A folder of your own holds out `val_size` images or a tenth of its training
+    images, whichever is fewer (or uses its own val/ beside test/). `limit` cuts the training
+    split to that many images (validation and test to a quarter of it); in quick mode it defaults
+    to `QUICK_SIZES` (never more than there are). `fraction` then keeps only that share of the
+    training images (the same ones for a given `seed`; validation and test stay whole), to see how
+    a model copes with less data (notebook 08). The images are held in memory as bytes and
+    augmented a batch at a time (`InMemoryImages`).
 
     On a CUDA GPU, worker processes prepare the batches in pinned (page-locked) memory, which the
     trainer copies to the GPU in the background (`non_blocking`). With `on_device=True` (the
@@ -166,9 +211,11 @@ def make_loaders(
     info = dataset_info(name)
     if not 0 < fraction <= 1:
         raise ValueError(f"fraction is a share of the training images in (0, 1], got {fraction}")
-    train_images, test_images = _images_in_memory(info, root, augment)
+    train_images, test_images, own_val = _images_in_memory(info, root, augment)
+    if info.folder is not None:  # often a few hundred images: keep most of them to train on
+        val_size = min(val_size, max(1, len(train_images) // 10))
     train_idx, val_idx, test_idx = _split_indices(
-        len(train_images), len(test_images), info.name, val_size, seed, limit, fraction
+        len(train_images), len(test_images), info.name, val_size, seed, limit, fraction, own_val
     )
     device = pick_device(device)
     if on_device:  # the bytes live on the device: batches are cut there, no worker loads them
@@ -195,13 +242,20 @@ def loader_settings(device: torch.device) -> dict:
 
 def _images_in_memory(
     info: DatasetInfo, root: str | Path | None, augment: bool
-) -> tuple[InMemoryImages, InMemoryImages]:
-    """The training split (augmented if `augment`) and the test split, held in memory as bytes."""
+) -> tuple[InMemoryImages, InMemoryImages, int]:
+    """The training split (augmented if `augment`) and the test split, held in memory as bytes,
+    and how many of the training bytes, at their end, are a folder's own validation images."""
+    if info.folder is not None:
+        (train, labels), (val, val_labels) = (folder_images(info, s) for s in ("train", "val"))
+        both = InMemoryImages(
+            torch.cat([train, val]), torch.cat([labels, val_labels]), info, augment
+        )
+        return both, folder_split(info, "test"), len(val)
     train = InMemoryImages.from_torchvision(
         load_dataset(info.name, train=True, root=root), info, augment=augment
     )
     test = InMemoryImages.from_torchvision(load_dataset(info.name, train=False, root=root), info)
-    return train, test
+    return train, test, 0
 
 
 def _split_indices(
@@ -212,14 +266,21 @@ def _split_indices(
     seed: int,
     limit: int | None,
     fraction: float,
+    own_val: int = 0,
 ) -> tuple[list[int], list[int], list[int]]:
     """The images of the train, validation and test splits: `val_size` training images held out
-    (the same ones for a given `seed`), each split cut to its size (`_split_sizes`), then only
-    `fraction` of the training images kept."""
-    if not 0 < val_size < n_train:
+    (the same ones for a given `seed`) unless the last `own_val` are a folder's own validation
+    images, each split cut to its size (`_split_sizes`), then only `fraction` of the training
+    images kept."""
+    generator = torch.Generator().manual_seed(seed)
+    if own_val:
+        train_idx = torch.randperm(n_train - own_val, generator=generator).tolist()
+        val_idx = list(range(n_train - own_val, n_train))
+    elif not 0 < val_size < n_train:
         raise ValueError(f"val_size must be between 1 and {n_train - 1} for {name}, got {val_size}")
-    order = torch.randperm(n_train, generator=torch.Generator().manual_seed(seed)).tolist()
-    val_idx, train_idx = order[:val_size], order[val_size:]
+    else:
+        order = torch.randperm(n_train, generator=generator).tolist()
+        val_idx, train_idx = order[:val_size], order[val_size:]
     test_idx = list(range(n_test))
     sizes = _split_sizes(limit, whole=(len(train_idx), len(val_idx), len(test_idx)))
     sizes = (max(1, round(sizes[0] * fraction)), *sizes[1:])
@@ -228,14 +289,17 @@ def _split_indices(
 
 def _split_sizes(limit: int | None, whole: tuple[int, int, int]) -> tuple[int, int, int]:
     """How many images (train, validation, test): `limit` and a quarter of it each for the others,
-    else `QUICK_SIZES` in quick mode, else the `whole` splits."""
+    else `QUICK_SIZES` in quick mode, else the `whole` splits; never more than the whole (a folder
+    of your own may hold fewer)."""
     if limit is None and quick_mode():
-        return QUICK_SIZES
-    if limit is not None:
+        cut = QUICK_SIZES
+    elif limit is not None:
         if limit < 4:
             raise ValueError(f"limit must be at least 4 images, got {limit}")
-        return (limit, max(1, limit // 4), max(1, limit // 4))
-    return whole
+        cut = (limit, max(1, limit // 4), max(1, limit // 4))
+    else:
+        return whole
+    return tuple(min(c, w) for c, w in zip(cut, whole, strict=True))
 
 
 def _batch_loaders(

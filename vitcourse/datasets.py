@@ -4,12 +4,14 @@ Introduced in notebook 00. Adding a dataset means adding one entry to `DATASETS`
 "Add a dataset"): the torchvision class that reads its files, its image size and channels, the
 statistics that normalise it, its classes, the augmentation that keeps them, and the course's
 models for it. Everything else (`vitcourse.data.load_dataset`, the loaders, the presets) reads
-the table, so nothing else changes.
+the table, so nothing else changes. A folder of your own images gets an entry of its own, made
+when it is read (`vitcourse.folders`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import torchvision
 
@@ -34,6 +36,8 @@ class DatasetInfo:
     train_preset: str  # the command-line trainer's default ViT (for 28 x 28 images, a hybrid)
     hybrid_preset: str  # a hybrid ViT (convolutional stem) for notebook 08's race
     cnn_preset: str  # the CNN notebook 08 races against the ViT
+    # Your own images (`vitcourse.folders`): the folder they are read from; None for the table's.
+    folder: Path | None = None
 
 
 _CIFAR100_CLASSES = tuple(
@@ -145,9 +149,18 @@ DATASETS: dict[str, DatasetInfo] = {
 }
 
 
+def table_key(name: str) -> str:
+    """The table's key for a name as typed: "Fashion_MNIST" -> "fashion-mnist"."""
+    return str(name).strip().lower().replace("_", "-")
+
+
 def dataset_info(name: str) -> DatasetInfo:
-    """The `DatasetInfo` for a name such as "fashion-mnist" or "cifar10"."""
-    key = name.strip().lower().replace("_", "-")
+    """The `DatasetInfo` for a name such as "fashion-mnist" or "cifar10" (a folder of your own
+    images: `vitcourse.data.dataset_info`)."""
+    key = table_key(name)
     if key not in DATASETS:
-        raise ValueError(f"unknown dataset {name!r}: expected one of {', '.join(DATASETS)}")
+        raise ValueError(
+            f"unknown dataset {name!r}: expected one of {', '.join(DATASETS)}, or the path of a "
+            "folder of your own images with one sub-folder per class"
+        )
     return DATASETS[key]

@@ -5,15 +5,18 @@
     python -m vitcourse.train --model cnn --minutes 10 --fraction 0.1   # the CNN, 10% of the data
     python -m vitcourse.train --init runs/mae/model.pt --fraction 0.01  # fine-tune a pre-trained ViT
     python -m vitcourse.train --teacher runs/cnn/model.pt --minutes 10  # distil a CNN into a ViT
+    python -m vitcourse.train --dataset my_photos --minutes 5   # your own: one sub-folder per class
 
 Writes OUT/run.json (the data and model kind, which --resume reuses), OUT/checkpoint.pt (after
 every epoch and on Ctrl-C), OUT/metrics.json (per-epoch losses and accuracies, the final test
 accuracy, per-class precision/recall/F1, the confusion matrix), OUT/attention.png (a ViT's curves
 and attention maps of a few validation images) and OUT/model.pt (the trained model alone, for
 `vitcourse.checkpoints.load_model`). The model is the dataset's entry in `vitcourse.data`
-(`train_preset` for the ViT, `cnn_preset` for --model cnn) unless --preset says otherwise. In quick
-mode (VITCOURSE_QUICK=1) the data shrinks to a small subset and the default length to one epoch;
---epochs and --minutes are honoured as given.
+(`train_preset` for the ViT, `cnn_preset` for --model cnn) unless --preset says otherwise. A folder
+of your own images is resized to --image-size pixels and normalised with its training images'
+statistics, which run.json keeps (`vitcourse.folders`). In quick mode (VITCOURSE_QUICK=1) the data
+shrinks to a small subset and the default length to one epoch; --epochs and --minutes are honoured
+as given.
 
 --init PATH starts from a trained or pre-trained ViT's weights (`python -m vitcourse.pretrain`
 writes one) with a new head for the dataset's classes; --freeze then trains the head alone (a
@@ -48,6 +51,7 @@ import torch.distributed as dist
 from vitcourse.checkpoints import load_checkpoint
 from vitcourse.distillation import DistillationTrainer
 from vitcourse.environment import quick_mode
+from vitcourse.folders import SIZES_THAT_WORK
 from vitcourse.scaling import PRECISIONS, init_distributed
 from vitcourse.train_run import CPU_BATCH, GPU_BATCH, TrainRun, plan
 from vitcourse.training import TrainConfig, Trainer, evaluate
@@ -81,7 +85,14 @@ def _run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dataset",
         default="fashion-mnist",
-        help="fashion-mnist (default), mnist, cifar10, cifar100",
+        help="fashion-mnist (default), mnist, cifar10, cifar100, or a folder of your own images "
+        "with one sub-folder per class",
+    )
+    parser.add_argument(
+        "--image-size",
+        type=int,
+        metavar="N",
+        help=f"a folder's images are resized to N x N pixels: {SIZES_THAT_WORK}",
     )
     length = parser.add_mutually_exclusive_group()
     length.add_argument(
@@ -141,7 +152,8 @@ def _recipe_arguments(parser: argparse.ArgumentParser) -> None:
         "--val-size",
         type=int,
         default=5000,
-        help="training images held out for validation after every epoch (default 5000)",
+        help="training images held out for validation after every epoch (default 5000; from a "
+        "folder of your own, at most a tenth of its training images)",
     )
     parser.add_argument(
         "--batch-size",
@@ -231,6 +243,8 @@ def _train(run: TrainRun) -> dict:
         say("quick mode: a small subset of the data")
     torch.manual_seed(run.train_config.seed)
     loaders = run.loaders()
+    if run.info.folder is not None:
+        say(_folder_line(run.info))
     model = run.new_model()
     trainer = run.new_trainer(model, loaders)
     if run.resume:
@@ -299,6 +313,17 @@ def _describe(run: TrainRun, model: torch.nn.Module, loaders, trainer: Trainer) 
         each = run.batch_size // run.world_size
         line += f", {run.world_size} processes of {each} images a step each"
     return line + (", compiled" if run.compile else "")
+
+
+def _folder_line(info) -> str:
+    """What was read from a folder of your own images, and how it is normalised."""
+    classes = ", ".join(info.classes[:8]) + (", ..." if info.classes[8:] else "")
+    numbers = ", ".join(f"{m:.3f}/{s:.3f}" for m, s in zip(info.mean, info.std, strict=True))
+    return (
+        f"{info.folder}: {len(info.classes)} classes ({classes}), {info.image_size} x "
+        f"{info.image_size} pixels, {info.channels} channel{'s' * (info.channels > 1)}, "
+        f"mean/std {numbers} (kept in run.json)"
+    )
 
 
 def _metrics(run: TrainRun, trainer: Trainer, loaders, test: dict, seconds: float) -> dict:

@@ -3,7 +3,8 @@
 `plan` makes a frozen `TrainRun` from the parsed arguments and, on --resume, from the run folder
 (`vitcourse.runs`: run.json's settings, the checkpoint's model and recipe). Every default that
 depends on another value is resolved there: the batch per process, the learning rate scaled to
-it, the dataset's preset (or --init's ViT), the device. Nothing changes the run afterwards; it
+it, the dataset (a folder of your own images: with run.json's size and statistics on --resume),
+its preset (or --init's ViT), the device. Nothing changes the run afterwards; it
 builds its pieces (`TrainRun.loaders`, `new_model`, `new_trainer`), and `vitcourse.train`, the
 command line, runs them.
 """
@@ -21,9 +22,10 @@ from torch import nn
 
 from vitcourse.checkpoints import CheckpointError, build_model, load_checkpoint, load_model
 from vitcourse.cnn import CNNConfig, cnn_preset_for
-from vitcourse.data import Loaders, dataset_info, denormalize, make_loaders
+from vitcourse.data import DatasetInfo, Loaders, dataset_info, denormalize, make_loaders
 from vitcourse.distillation import DistillationTrainer
 from vitcourse.environment import pick_device
+from vitcourse.folders import folder_name, is_image_folder, kept_info, kept_settings
 from vitcourse.live import LivePlot
 from vitcourse.runs import RunFolder, command_line, resumed_train_config, run_length
 from vitcourse.training import TrainConfig, Trainer
@@ -62,7 +64,8 @@ class TrainRun:
 
     folder: RunFolder  # OUT: run.json, checkpoint.pt, metrics.json, attention.png, model.pt
     resume: bool  # continue the checkpoint in the folder
-    dataset: str  # the dataset's name as given (run.json's on --resume)
+    dataset: str  # the dataset's name as given, a folder's full path (run.json's on --resume)
+    info: DatasetInfo  # its entry; a folder's with its size, classes and statistics (run.json's)
     model: str  # "vit" or "cnn" (a resumed run's: its checkpoint's)
     model_config: ViTConfig | CNNConfig  # the preset (and overrides), --init's, the checkpoint's
     train_config: TrainConfig  # length, peak lr (scaled to the batch unless given), seed, ...
@@ -94,13 +97,17 @@ class TrainRun:
         return "deit" if self.teacher else self.model
 
     def settings(self) -> dict:
-        """What run.json holds."""
-        return {name: getattr(self, name) for name in RUN_ARGS}
+        """What run.json holds; for a folder of your own images, also the size, classes and
+        statistics it is read with, which --resume and a later evaluation take back."""
+        settings = {name: getattr(self, name) for name in RUN_ARGS}
+        if self.info.folder is not None:
+            settings["image_folder"] = kept_settings(self.info)
+        return settings
 
     def loaders(self) -> Loaders:
         """This process's share of the data: the run's dataset, fraction and batches."""
         return make_loaders(
-            self.dataset,
+            self.info,
             batch_size=self.batch_size // self.world_size,
             rank=self.rank,
             world_size=self.world_size,
@@ -125,10 +132,11 @@ class TrainRun:
         """The trainer, with the lead process's callbacks; a `DistillationTrainer` for --teacher."""
         callbacks = self.folder.callbacks() if self.lead else []
         if self.model == "vit" and self.lead:  # a CNN has no attention maps to draw
-            samples = torch.stack([loaders.val.dataset[i][0] for i in range(4)])
+            shown = range(min(4, len(loaders.val.dataset)))  # a small folder may hold out fewer
+            samples = torch.stack([loaders.val.dataset[i][0] for i in shown])
             plot = LivePlot(
                 samples,
-                denormalize(samples, loaders.info.name),
+                denormalize(samples, loaders.info),
                 every_seconds=float("inf"),
                 png=self.folder.path / "attention.png",
                 show=False,
@@ -165,9 +173,10 @@ def plan(
     """The run `args` ask for, as process `rank` of `world_size` on `device` (where torchrun put
     it; None: --device's). On --resume, run.json's settings and the checkpoint's model and recipe
     stand. Refuses, saying why, options that do not go together."""
-    folder = RunFolder(args.out or Path("runs") / dataset_info(args.dataset).name)
-    given = {name: getattr(args, name) for name in RUN_ARGS}
+    folder = RunFolder(args.out or Path("runs") / _dataset_name(args.dataset))
+    given = {**{name: getattr(args, name) for name in RUN_ARGS}, "image_folder": None}
     state, settings = folder.resume(given) if args.resume else (None, given)
+    info = _dataset(settings, args.image_size)
     if state is not None:  # the kind of model the checkpoint holds, whatever run.json says
         settings["model"] = "cnn" if state.get("architecture") == "cnn" else "vit"
     _check_combinations(settings)
@@ -175,7 +184,7 @@ def plan(
     if settings["batch_size"] is None:  # (a resumed run keeps its own, from run.json)
         per_process = GPU_BATCH if device.type == "cuda" else CPU_BATCH
         settings["batch_size"] = per_process * world_size
-    model_config = _model_config(args, settings)
+    model_config = _model_config(args, settings, info)
     train_config = _train_config(args, settings["batch_size"])
     if state is not None:
         config_class = CNNConfig if settings["model"] == "cnn" else ViTConfig
@@ -189,6 +198,7 @@ def plan(
     paths = {n: Path(settings[n]) for n in ("init", "teacher") if settings[n] is not None}
     return TrainRun(
         **{**settings, **paths},
+        info=info,
         folder=folder,
         resume=args.resume,
         model_config=model_config,
@@ -200,6 +210,37 @@ def plan(
         world_size=world_size,
         command=command_line("python -m vitcourse.train", argv),
     )
+
+
+def _dataset_name(dataset: str) -> str:
+    """The dataset's name, for the default run folder (runs/NAME), without reading a folder."""
+    try:
+        return folder_name(dataset) if is_image_folder(dataset) else dataset_info(dataset).name
+    except ValueError as e:  # an unknown name
+        raise SystemExit(f"error: {e}") from None
+
+
+def _dataset(settings: dict, image_size: int | None) -> DatasetInfo:
+    """The run's dataset. A folder's is read at --image-size, or on --resume with the size and
+    statistics of run.json's "image_folder" (taken out of `settings`); its path is then kept
+    whole in `settings`, so the run resumes from any working directory."""
+    kept, dataset = settings.pop("image_folder"), settings["dataset"]
+    try:
+        if kept is not None:
+            info = kept_info(dataset, kept)
+        elif image_size is not None and not is_image_folder(dataset):
+            info = dataset_info(dataset)
+            raise SystemExit(
+                f"error: --image-size resizes a folder of your own images; {info.name}'s are "
+                f"{info.image_size} x {info.image_size}"
+            )
+        else:
+            info = dataset_info(dataset, image_size)
+    except ValueError as e:  # an unknown name; a folder that cannot be a dataset says why
+        raise SystemExit(f"error: {e}") from None
+    if info.folder is not None:
+        settings["dataset"] = str(info.folder)
+    return info
 
 
 def _check_combinations(settings: dict) -> None:
@@ -220,22 +261,23 @@ def _flags(args: argparse.Namespace, names: tuple[str, ...]) -> list[str]:
     return [f"--{n.replace('_', '-')}" for n in names if getattr(args, n) is not None]
 
 
-def _model_config(args: argparse.Namespace, settings: dict) -> ViTConfig | CNNConfig:
+def _model_config(
+    args: argparse.Namespace, settings: dict, info: DatasetInfo
+) -> ViTConfig | CNNConfig:
     """The model the arguments ask for: the dataset's CNN, --init's ViT, or the dataset's ViT
     preset (or --preset) with the sizes given."""
-    info = dataset_info(settings["dataset"])
     if settings["model"] == "cnn":
         given = _flags(args, VIT_ONLY)
         if given:
             raise SystemExit(
                 f"error: {', '.join(given)} set the ViT; --model cnn does not use them"
             )
-        return cnn_preset_for(info.name)
+        return cnn_preset_for(info)
     if settings["init"] and not args.resume:  # a resumed run's sizes come from its checkpoint
         return _init_config(args, info)
     changes = {n: getattr(args, n) for n in VIT_ONLY[1:] if getattr(args, n) is not None}
     try:
-        return preset_for(info.name, args.preset or info.train_preset, **changes)
+        return preset_for(info, args.preset or info.train_preset, **changes)
     except ValueError as e:  # sizes that do not fit together, e.g. --patch-size 5 on 28 pixels
         raise SystemExit(f"error: {e}") from None
 
