@@ -88,6 +88,17 @@ def new_trainer(config=None, callbacks=(), seed=0):
     return Trainer(model, make_toy_loaders(), config, list(callbacks), "cpu")
 
 
+# The packages of requirements-extras.txt, and the notebooks that need them.
+EXTRAS = ("transformers", "tensorboard", "lightning", "torchmetrics")
+NEEDS_EXTRAS = ("10_bridges.ipynb",)
+
+
+def missing_extras() -> list[str]:
+    import importlib.util
+
+    return [name for name in EXTRAS if importlib.util.find_spec(name) is None]
+
+
 def need(module: str, install: str = "pip install -r requirements-extras.txt"):
     """Import an optional package for a test: skipped with the reason without it, except under
     CI (the `CI` variable set, as .ci/run sets it), where a missing package fails the test."""

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import EXTRAS, NEEDS_EXTRAS, need
 from vitcourse.student import make_student_copies
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,6 +25,9 @@ def student_dir(tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.parametrize("teacher", TEACHER, ids=lambda p: p.name)
 def test_student_copy_runs_with_every_exercise_open(teacher, student_dir):
+    if teacher.name in NEEDS_EXTRAS:
+        for module in EXTRAS:
+            need(module)
     path = student_dir / teacher.name
     result = subprocess.run(
         [

@@ -130,3 +130,45 @@ def test_a_quick_mode_resume_trains_the_epochs_asked_for(tmp_path, capsys):
     # Without a length, quick mode's default is one epoch (ten otherwise).
     default = train.main(["--out", str(tmp_path / "default"), "--device", "cpu"])
     assert len(default["epochs"]) == 1
+
+
+def test_cli_writes_tensorboard_events_and_a_transformers_model(tmp_path, capsys):
+    """--tensorboard and --export transformers: the run read back by TensorBoard's own reader,
+    and the exported model loaded by transformers gives the same logits as model.pt."""
+    from tests.conftest import need
+
+    need("tensorboard")
+    transformers = need("transformers")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from vitcourse.data import make_loaders
+    from vitcourse.vit import from_transformers
+
+    out = tmp_path / "run"
+    argv = ["--out", str(out), "--device", "cpu", "--preset", "course-28/7"]
+    train.main([*argv, "--tensorboard", "--export", "transformers"])
+    assert "for transformers" in capsys.readouterr().out
+    events = EventAccumulator(str(out), size_guidance={"scalars": 0, "images": 0})
+    events.Reload()
+    assert {"train/loss", "epoch/val_acc"} <= set(events.Tags()["scalars"])
+    assert events.Tags()["images"] == ["attention"]
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert events.Scalars("epoch/val_acc")[-1].value == pytest.approx(
+        metrics["epochs"][-1]["val_acc"]
+    )
+
+    ours = load_model(out / "model.pt").eval()
+    hf = transformers.ViTForImageClassification.from_pretrained(out / "transformers").eval()
+    images, _ = next(iter(make_loaders("fashion-mnist", batch_size=16).test))
+    with torch.no_grad():
+        assert torch.allclose(hf(pixel_values=images).logits, ours(images), atol=1e-4)
+        assert torch.equal(from_transformers(hf)(images), ours(images))
+
+
+def test_cli_export_refuses_what_transformers_cannot_hold(tmp_path):
+    from tests.conftest import need
+
+    need("transformers")
+    argv = ["--out", str(tmp_path / "cnn"), "--device", "cpu", "--model", "cnn"]
+    with pytest.raises(SystemExit, match="error: --export transformers: .*VisionTransformer"):
+        train.main([*argv, "--export", "transformers"])

@@ -86,6 +86,7 @@ CPU_SECONDS = {
     "07_inside_a_vit": 14,
     "08_vit_vs_cnn": 10,
     "09_when_vits_win": 10,
+    "10_bridges": 93,
 }
 # Notebooks whose full mode (or live option) trains for a set number of minutes: as long anywhere.
 TIME_BUDGETS = ("06_training", "08_vit_vs_cnn", "09_when_vits_win")

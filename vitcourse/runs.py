@@ -4,6 +4,8 @@
     OUT/checkpoint.pt   the model and the training state, after every epoch and on Ctrl-C
     OUT/metrics.json    what the run measured
     OUT/model.pt        the trained model alone, for `vitcourse.checkpoints.load_model`
+    OUT/events.out.*    with --tensorboard: the run for TensorBoard (`tensorboard --logdir runs/`)
+    OUT/transformers/   with --export transformers: the model for Hugging Face's from_pretrained
 
 Each command line settles its run once, before training, in a frozen description
 (`vitcourse.train_run.TrainRun`, `vitcourse.pretrain.PretrainRun`) made from its arguments and, on
@@ -23,6 +25,7 @@ from pathlib import Path
 from torch import nn
 
 from vitcourse.checkpoints import CheckpointError, load_checkpoint, save_model
+from vitcourse.data import denormalize
 from vitcourse.environment import quick_mode
 from vitcourse.training import CheckpointCallback, ProgressCallback, TrainConfig
 
@@ -88,6 +91,32 @@ class RunFolder:
         self.path.mkdir(parents=True, exist_ok=True)
         self.metrics_file.write_text(json.dumps(metrics, indent=2))
         save_model(model, self.model_file, **info)
+
+    def tensorboard(self, loaders):
+        """A callback writing TensorBoard event files into the folder (needs the extras)."""
+        from vitcourse.tensorboard import TensorBoardCallback, first_images
+
+        samples = first_images(loaders.val)
+        every = max(
+            1, min(10, len(loaders.train) // 4)
+        )  # a few points an epoch, even on a small set
+        try:
+            return TensorBoardCallback(
+                self.path, samples, denormalize(samples, loaders.info), every_steps=every
+            )
+        except ImportError as e:
+            raise SystemExit(f"error: --tensorboard: {e}") from None
+
+    def export_transformers(self, model: nn.Module) -> Path:
+        """Write `model` as a Hugging Face ViTForImageClassification into OUT/transformers/."""
+        from vitcourse.vit import to_transformers
+
+        try:
+            exported = to_transformers(model)
+        except (ImportError, ValueError) as e:
+            raise SystemExit(f"error: --export transformers: {e}") from None
+        exported.save_pretrained(self.path / "transformers")
+        return self.path / "transformers"
 
 
 def run_length(epochs: int | None, minutes: float | None, default_epochs: int) -> dict:

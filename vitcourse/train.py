@@ -11,12 +11,12 @@ Writes OUT/run.json (the data and model kind, which --resume reuses), OUT/checkp
 every epoch and on Ctrl-C), OUT/metrics.json (per-epoch losses and accuracies, the final test
 accuracy, per-class precision/recall/F1, the confusion matrix), OUT/attention.png (a ViT's curves
 and attention maps of a few validation images) and OUT/model.pt (the trained model alone, for
-`vitcourse.checkpoints.load_model`). The model is the dataset's entry in `vitcourse.data`
-(`train_preset` for the ViT, `cnn_preset` for --model cnn) unless --preset says otherwise. A folder
-of your own images is resized to --image-size pixels and normalised with its training images'
-statistics, which run.json keeps (`vitcourse.folders`). In quick mode (VITCOURSE_QUICK=1) the data
-shrinks to a small subset and the default length to one epoch; --epochs and --minutes are honoured
-as given.
+`vitcourse.checkpoints.load_model`); with --tensorboard, TensorBoard's event files, and with
+--export transformers, OUT/transformers/ for Hugging Face. The model is the dataset's entry in
+`vitcourse.datasets` (`train_preset` for the ViT, `cnn_preset` for --model cnn) unless --preset says
+otherwise. A folder of your own images is resized to --image-size pixels and normalised with its
+training images' statistics, which run.json keeps. Quick mode (VITCOURSE_QUICK=1): a small subset,
+one epoch unless --epochs or --minutes say otherwise.
 
 --init PATH starts from a trained or pre-trained ViT's weights (`python -m vitcourse.pretrain`
 writes one) with a new head for the dataset's classes; --freeze then trains the head alone (a
@@ -103,6 +103,13 @@ def _run_arguments(parser: argparse.ArgumentParser) -> None:
     length.add_argument("--minutes", type=float, help="a time budget instead of epochs")
     parser.add_argument("--out", type=Path, help="output folder (default runs/DATASET)")
     parser.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
+    tensorboard = "also write TensorBoard event files into OUT (tensorboard --logdir runs/)"
+    parser.add_argument("--tensorboard", action="store_true", help=tensorboard)
+    parser.add_argument(
+        "--export",
+        choices=["transformers"],
+        help="also write the trained model for Hugging Face transformers into OUT/transformers/",
+    )
 
 
 def _model_arguments(parser: argparse.ArgumentParser) -> None:
@@ -276,6 +283,8 @@ def _train(run: TrainRun) -> dict:
     )
     if run.teacher:
         say(_teacher_line(metrics["teacher"], trainer.elapsed))
+    if run.export:
+        say(f"wrote {run.folder.export_transformers(trainer.model)} for transformers")
     out = run.folder.path
     say(
         f"test accuracy {100 * test['acc']:.2f}% on {metrics['test_images']:,} images; wrote {out}/"

@@ -82,6 +82,8 @@ class TrainRun:
     device: torch.device  # where this process trains
     precision: str  # "auto", "fp32", "bf16" or "fp16"
     compile: bool  # torch.compile the model
+    tensorboard: bool = False  # also write TensorBoard event files into the folder
+    export: str | None = None  # "transformers": also write the model in that format
     rank: int = 0  # this process's place under torchrun; 0 prints and writes the files
     world_size: int = 1  # how many processes train together
     command: str = "python -m vitcourse.train"  # the command line, recorded in model.pt
@@ -142,6 +144,8 @@ class TrainRun:
                 show=False,
             )
             callbacks.append(plot)
+        if self.tensorboard and self.lead:  # a CNN: the scalars only
+            callbacks.append(self.folder.tensorboard(loaders))
         common = dict(
             callbacks=callbacks, device=self.device, precision=self.precision, compile=self.compile
         )
@@ -206,6 +210,8 @@ def plan(
         device=device,
         precision=args.precision,
         compile=args.compile,
+        tensorboard=args.tensorboard,
+        export=args.export,
         rank=rank,
         world_size=world_size,
         command=command_line("python -m vitcourse.train", argv),
