@@ -11,6 +11,8 @@ Each module is one concept, introduced by one notebook (Dosovitskiy et al., "An 
     files, batching     the datasets' files (checks, downloads, offline messages); images held
                         in memory and augmented a batch at a time
     photos              notebooks 01, 05, 09: real 224 x 224 photos, offline
+    folders             notebook 10: a folder of your own images (one sub-folder per class) read
+                        as a dataset
     patching            notebook 01: an image as a sequence of patches
     embedding           notebook 02: patch embedding, position embeddings
     attention           notebook 03: scaled dot-product and multi-head self-attention
@@ -38,6 +40,9 @@ Each module is one concept, introduced by one notebook (Dosovitskiy et al., "An 
                         the frozen description of a training run
     train, pretrain     python -m vitcourse.train / vitcourse.pretrain
     grade, grade_worker python -m vitcourse.grade: a class graded, one notebook per worker
+    tensorboard         notebook 10: a training run written for TensorBoard (a callback)
+    lightning           notebook 10: the course's recipe as a Lightning module (the extras;
+                        nothing else imports it)
 
 Imports flow one way, from the bottom up (tests/test_package.py checks there is no cycle,
 subpackages included): hosting, then environment, scaling, the data modules, then the model
