@@ -181,3 +181,30 @@ def test_notebook_09_classroom_path_trains_nothing_and_looks_inside_a_pretrained
     assert sum("image/png" in o.get("data", {}) for o in inside[0].outputs) == 2  # both figures
     nbformat.write(nb, tmp_path / "executed.ipynb")  # to look at when it fails
     assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.slow  # starts a kernel
+def test_notebook_06_stopped_in_its_first_epoch_keeps_a_usable_model(tmp_path):
+    """Pressing Stop (■) before the first epoch ends: the training cell reports the model as it
+    is, with no traceback. The Stop button is a KeyboardInterrupt in the kernel; here a cell added
+    before the training makes the live plot raise one at the third step."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(ROOT / "notebooks" / "06_training.ipynb", as_version=4)
+    training = next(i for i, c in enumerate(nb.cells) if "history = trainer.fit()" in c.source)
+    stop = nbformat.v4.new_code_cell(
+        "_step_end = LivePlot.on_step_end\n"
+        "def _stop_at_step_3(self, trainer, loss):\n"
+        "    if trainer.step == 3:\n"
+        "        raise KeyboardInterrupt  # what the Stop button sends\n"
+        "    _step_end(self, trainer, loss)\n"
+        "LivePlot.on_step_end = _stop_at_step_3"
+    )
+    nb.cells = [*nb.cells[:training], stop, nb.cells[training]]
+    NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()  # raises CellExecutionError if a cell fails
+    printed = "".join(o.get("text", "") for o in nb.cells[-1].outputs)
+    assert "interrupted after 3 steps; the model and history are kept" in printed
+    assert "epochs: 0, steps: 3" in printed and "validation accuracy" in printed
