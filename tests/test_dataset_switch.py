@@ -1,5 +1,6 @@
 """The `DATASET` switch is real: every notebook that loads data runs top to bottom, in quick mode,
-with each of "mnist", "cifar10" and "cifar100" in place of "fashion-mnist".
+with each of "mnist", "cifar10" and "cifar100" in place of "fashion-mnist", and with a folder of
+images (one sub-folder per class, `vitcourse.folders`).
 
 Those datasets cannot be downloaded here, so the test writes small files in torchvision's own
 on-disk formats (a few thousand random images: enough for the 5,000 images `make_loaders` holds
@@ -17,6 +18,7 @@ import nbformat
 import numpy as np
 import pytest
 from nbclient import NotebookClient
+from PIL import Image
 
 from tests.test_data import _write_cifar, _write_idx
 
@@ -49,6 +51,13 @@ def data_root(tmp_path_factory):
         "cifar10": _write_cifar(root / "cifar-10-batches-py", 10, n=TRAIN // 5, n_test=TEST),
         "cifar100": _write_cifar(root / "cifar-100-python", 100, n=TRAIN, n_test=TEST),
     }
+    # A learner's own folder: 4 classes of 150 small images, PNG and JPEG, grayscale and colour.
+    for label in range(4):
+        folder = root / "my_images" / f"class{label}"
+        folder.mkdir(parents=True)
+        for i in range(150):
+            pixels = rng.integers(0, 256, (24, 30, 3) if i % 3 else (28, 28), dtype=np.uint8)
+            Image.fromarray(pixels).save(folder / f"{i}.{'jpg' if i % 3 else 'png'}")
     return root, md5s
 
 
@@ -71,7 +80,7 @@ def test_every_notebook_that_loads_data_offers_the_switch():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("dataset", ["mnist", "cifar10", "cifar100"])
+@pytest.mark.parametrize("dataset", ["mnist", "cifar10", "cifar100", "a folder"])
 @pytest.mark.parametrize("path", LOADS_DATA, ids=lambda p: p.name)
 def test_notebook_runs_with_another_dataset(path, dataset, data_root, tmp_path, monkeypatch):
     root, md5s = data_root
@@ -79,7 +88,8 @@ def test_notebook_runs_with_another_dataset(path, dataset, data_root, tmp_path, 
     switched = 0
     for cell in nb.cells:
         if cell.cell_type == "code" and DEFAULT_LINE in cell.source:
-            cell.source = cell.source.replace(DEFAULT_LINE, f'DATASET = "{dataset}"')
+            name = str(root / "my_images") if dataset == "a folder" else dataset
+            cell.source = cell.source.replace(DEFAULT_LINE, f'DATASET = "{name}"')
             switched += 1
     assert switched == 1
     nb.cells.insert(0, nbformat.v4.new_code_cell(_trust_cell(md5s)))

@@ -110,8 +110,9 @@ HOSTING_NAMES = [
 
 @pytest.mark.parametrize("name", HOSTING_NAMES)
 def test_environment_still_answers_for_the_hosting_names(name):
-    """The README and CONTRIBUTING name `environment.COURSE_FILES` and friends: the very objects
-    `vitcourse.hosting` holds (a copy would go stale when a test or a fork changes them)."""
+    """Code written before hosting had a module of its own imports `environment.COURSE_FILES`
+    and friends: the very objects `vitcourse.hosting` holds (a copy would go stale when a test or
+    a fork changes them)."""
     assert getattr(environment, name) is getattr(hosting, name)
 
 

@@ -50,7 +50,7 @@ pieces (patching, embedding, attention, block, then vit and cnn), then checkpoin
 rooms (evaluation, clock, callbacks, resuming) and training, then live, pretraining and
 distillation, and the command lines (runs, train_run, train, pretrain). analysis, widgets and
 diagrams read the model pieces only; checks reads them and the references of training,
-pretraining and distillation; student reads nothing of the package but `checks`.
+analysis, pretraining and distillation; student reads nothing of the package but `checks`.
 
 Shape legend, used in every docstring and comment:
 

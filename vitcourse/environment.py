@@ -19,7 +19,8 @@ from pathlib import Path
 import torch
 import torchvision
 
-# Colab and Kaggle: `setup` below uses them; the README and tests name them as environment's.
+# Colab and Kaggle: `setup` below uses them; kept importable from here for code written before
+# hosting had a module of its own.
 from vitcourse.hosting import (  # noqa: F401
     BRANCH,
     COURSE_FILES,

@@ -236,7 +236,7 @@ def _list_files(root: Path, splits: dict[str, Path]) -> tuple[tuple[str, ...], l
 
 
 def _hold_out_tests(labels: torch.Tensor, names: list[str]) -> list[str]:
-    """Every `TEST_EVERY`-th image of each class (seeded, so always the same ones) to "test"."""
+    """A seeded random 1/`TEST_EVERY` of each class (the same ones every time) to "test"."""
     names, generator = list(names), torch.Generator().manual_seed(0)
     for label in labels.unique().tolist():
         members = torch.nonzero(labels == label).flatten()

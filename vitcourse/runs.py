@@ -97,9 +97,8 @@ class RunFolder:
         from vitcourse.tensorboard import TensorBoardCallback, first_images
 
         samples = first_images(loaders.val)
-        every = max(
-            1, min(10, len(loaders.train) // 4)
-        )  # a few points an epoch, even on a small set
+        # A point every 10 steps, or a few an epoch on a small set.
+        every = max(1, min(10, len(loaders.train) // 4))
         try:
             return TensorBoardCallback(
                 self.path, samples, denormalize(samples, loaders.info), every_steps=every

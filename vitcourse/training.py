@@ -49,7 +49,8 @@ from vitcourse.scaling import (
     to_device,
 )
 
-# Re-exported: notebooks and scripts import these from `vitcourse.training`, where they began.
+# The public names, with those re-exported from the rooms they moved to (notebooks and scripts
+# import them from here).
 __all__ = [
     "PRECISIONS",
     "Callback",
@@ -236,18 +237,25 @@ class Trainer:
     def train_epoch(self) -> dict:
         """One pass over the training split (cut short by a time budget), then validation."""
         self.model.train()
-        start, first_step = self.clock.start(), self.step - self.batch
+        start = self.clock.start()  # count training time from here
+        first_step = self.step - self.batch  # the epoch's first step, even when resumed mid-epoch
         for images, labels in self.replay.batches(skip=self.batch):
             self.set_learning_rate(learning_rate(self.progress(), self.config))
             images, labels = to_device(images, self.device), to_device(labels, self.device)
-            c = self.config
             loss = train_step(
-                self.network, self.optimizer, images, labels, c.label_smoothing, c.grad_clip,
-                loss_fn=self.loss, amp_dtype=self.amp_dtype, scaler=self.scaler,
-            )  # fmt: skip
+                self.network,  # the model (wrapped for torchrun or torch.compile when asked)
+                self.optimizer,
+                images,
+                labels,
+                self.config.label_smoothing,
+                self.config.grad_clip,
+                loss_fn=self.loss,  # None: cross entropy; notebook 09's trainers bring their own
+                amp_dtype=self.amp_dtype,  # float32 on a CPU; on a GPU, see vitcourse.scaling
+                scaler=self.scaler,
+            ).item()
             self.step, self.batch = self.step + 1, self.batch + 1
-            self.history.step_losses.append(loss.item())
-            self.step_end(loss.item())  # the callbacks: progress bars, live plots, ...
+            self.history.step_losses.append(loss)
+            self.step_end(loss)  # the callbacks: progress bars, live plots, ...
             if self.config.minutes is not None and self.time_is_up():
                 break
         share_buffers(self.model)  # under torchrun: every process measures the same model
