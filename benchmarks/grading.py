@@ -2,7 +2,8 @@
 
 The class is written here from the teacher's notebook: a third hand in the reference answers, a
 third an untouched student copy, a third a classic mistake (patches cut by a plain reshape). Each
-submission runs in its own process and kernel, in quick mode, as the grader always does.
+submission runs in its own process and kernel, in quick mode, as the grader always does, in the
+sandbox (then each answer in a second one) unless --no-sandbox.
 
     python benchmarks/grading.py                          # 30 students, notebook 01, --jobs 1 and 2
     python benchmarks/grading.py --students 10 --jobs 2 --keep runs/grading   # keep the reports
@@ -46,6 +47,7 @@ def main() -> None:
     parser.add_argument("--students", type=int, default=30)
     parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--keep", type=Path, help="write the class and the grades here to read")
+    parser.add_argument("--no-sandbox", action="store_true", help="grade without bubblewrap")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         tmp = args.keep or Path(scratch)
@@ -53,11 +55,15 @@ def main() -> None:
         write_class(submissions, args.students)
         for jobs in args.jobs:
             start = time.perf_counter()
-            grades, _ = grade_class(submissions, Path(tmp) / f"out{jobs}", Limits(), jobs)
+            out = Path(tmp) / f"out{jobs}"
+            grades, _ = grade_class(
+                submissions, out, Limits(), jobs, use_sandbox=not args.no_sandbox
+            )
             seconds = time.perf_counter() - start
             counts = collections.Counter((g.exercise, g.status) for g in grades)
             print(
-                f"{args.students} submissions of 01_patches, --jobs {jobs}: {seconds:.0f} s "
+                f"{args.students} submissions of 01_patches, --jobs {jobs}"
+                f"{' --no-sandbox' if args.no_sandbox else ''}: {seconds:.0f} s "
                 f"({seconds / args.students:.1f} s a submission); {dict(counts)}",
                 flush=True,
             )

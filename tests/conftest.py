@@ -112,3 +112,18 @@ def need(module: str, install: str = "pip install -r requirements-extras.txt"):
         if os.environ.get("CI"):
             pytest.fail(message + "; under CI a missing package is a failure", pytrace=False)
         pytest.skip(message, allow_module_level=True)  # in a test, a fixture or a module
+
+
+def need_sandbox() -> None:
+    """The grader's sandbox (Linux with bubblewrap): skip without it, except under CI, where
+    .ci/run installs bubblewrap and its absence fails the test."""
+    import os
+
+    from vitcourse import sandbox
+
+    why = sandbox.bubblewrap()
+    if why is None:
+        return
+    if os.environ.get("CI"):
+        pytest.fail(f"this test needs the grader's sandbox: {why}", pytrace=False)
+    pytest.skip(f"this test needs the grader's sandbox: {why}")

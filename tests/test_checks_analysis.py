@@ -90,3 +90,14 @@ def test_equivariance_check_accepts_good_answers():
 def test_equivariance_mistakes(fn, hint):
     with pytest.raises(AssertionError, match=hint):
         checks.check_equivariance_error(fn)
+
+
+def test_the_verdicts_hold_for_another_seed():
+    good = _rollout()
+    assert checks.EXERCISES["attention_rollout"].check(good, seed=12345) is good
+    with pytest.raises(AssertionError, match="rows sum to 2"):
+        checks.EXERCISES["attention_rollout"].check(_rollout(renormalise=False), seed=12345)
+    good = _equivariance()
+    assert checks.EXERCISES["equivariance_error"].check(good, seed=12345) is good
+    with pytest.raises(AssertionError, match="shift along the width"):
+        checks.EXERCISES["equivariance_error"].check(_equivariance(dims=-2), seed=12345)

@@ -100,3 +100,22 @@ def test_transformer_block():
 def test_transformer_block_mistakes(forward, hint):
     with pytest.raises(AssertionError, match=hint):
         checks.check_transformer_block(_block(forward))
+
+
+def test_the_verdicts_hold_for_another_seed():
+    good = _block(_pre_norm)
+    assert checks.EXERCISES["TransformerBlock"].check(good, seed=12345) is good
+    with pytest.raises(AssertionError, match="post-norm"):
+        checks.EXERCISES["TransformerBlock"].check(_block(_post_norm), seed=12345)
+
+    def good_norm(x, weight, bias, eps=1e-6):
+        return F.layer_norm(x, x.shape[-1:], weight, bias, eps)
+
+    assert checks.EXERCISES["layer_norm"].check(good_norm, seed=12345) is good_norm
+    with pytest.raises(AssertionError, match="population variance"):
+        checks.EXERCISES["layer_norm"].check(
+            lambda x, w, b, eps=1e-6: (
+                (x - x.mean(-1, keepdim=True)) / (x.var(-1, keepdim=True) + eps).sqrt() * w + b
+            ),
+            seed=12345,
+        )

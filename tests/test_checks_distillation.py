@@ -53,3 +53,10 @@ def test_distillation_loss_check_accepts_good_answers():
 def test_distillation_loss_mistakes(mode, hint):
     with pytest.raises(AssertionError, match=hint):
         checks.check_distillation_loss(_distill(mode))
+
+
+def test_the_verdicts_hold_for_another_seed():
+    good = _distill()
+    assert checks.EXERCISES["distillation_loss"].check(good, seed=12345) is good
+    with pytest.raises(AssertionError, match="the teacher's probabilities are the target"):
+        checks.EXERCISES["distillation_loss"].check(_distill("KL swapped"), seed=12345)

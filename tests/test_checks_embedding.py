@@ -72,3 +72,21 @@ def test_embed_tokens():
         checks.check_embed_tokens(lambda x, c, p: torch.cat([c.expand(x.shape[0], -1, -1), x], 1))
     with pytest.raises(AssertionError, match="extra token, concatenated"):
         checks.check_embed_tokens(lambda x, c, p: x + c)
+
+
+def test_the_verdicts_hold_for_another_seed():
+    good = _patch_embedding(lambda x: x.flatten(2).transpose(1, 2))
+    assert checks.EXERCISES["PatchEmbedding"].check(good, seed=12345) is good
+    with pytest.raises(AssertionError, match="column by column"):
+        checks.EXERCISES["PatchEmbedding"].check(
+            _patch_embedding(lambda x: x.transpose(2, 3).flatten(2).transpose(1, 2)), seed=12345
+        )
+
+    def good_tokens(x, cls_token, pos):
+        return torch.cat([cls_token.expand(x.shape[0], -1, -1), x], dim=1) + pos
+
+    assert checks.EXERCISES["embed_tokens"].check(good_tokens, seed=12345) is good_tokens
+    with pytest.raises(AssertionError, match="position embeddings are missing"):
+        checks.EXERCISES["embed_tokens"].check(
+            lambda x, c, p: torch.cat([c.expand(x.shape[0], -1, -1), x], 1), seed=12345
+        )

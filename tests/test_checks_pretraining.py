@@ -99,3 +99,14 @@ def test_masked_patch_loss_check_accepts_good_answers():
 def test_masked_patch_loss_mistakes(mode, hint):
     with pytest.raises(AssertionError, match=hint):
         checks.check_masked_patch_loss(_patch_loss(mode))
+
+
+def test_the_verdicts_hold_for_another_seed():
+    good = _masking()
+    assert checks.EXERCISES["random_masking"].check(good, seed=12345) is good
+    with pytest.raises(AssertionError, match="draw the noise with the generator"):
+        checks.EXERCISES["random_masking"].check(_masking("no generator"), seed=12345)
+    good = _patch_loss()
+    assert checks.EXERCISES["masked_patch_loss"].check(good, seed=12345) is good
+    with pytest.raises(AssertionError, match="averages over the visible patches"):
+        checks.EXERCISES["masked_patch_loss"].check(_patch_loss("visible"), seed=12345)

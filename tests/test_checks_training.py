@@ -60,3 +60,10 @@ def test_train_step_accepts_the_reference_and_a_learners_version(capsys):
 def test_train_step_mistakes(fn, hint):
     with pytest.raises(AssertionError, match=hint):
         checks.check_train_step(fn)
+
+
+def test_the_verdicts_hold_for_another_seed():
+    good = _step("zero backward clip step")
+    assert checks.EXERCISES["train_step"].check(good, seed=12345) is good
+    with pytest.raises(AssertionError, match="gradients are never reset"):
+        checks.EXERCISES["train_step"].check(_step("backward clip step"), seed=12345)

@@ -61,3 +61,26 @@ def test_parameter_count_check():
         checks.check_parameter_count(lambda c: count_parameters(c) - (2 * c.depth + 1) * 2 * c.dim)
     with pytest.raises(AssertionError, match="count each piece"):
         checks.check_parameter_count(lambda c: 12345)
+
+
+def test_the_verdicts_hold_for_another_seed():
+    good = _vit(_good_forward)
+    assert checks.EXERCISES["ViT"].check(good, seed=12345) is good
+    with pytest.raises(AssertionError, match="final LayerNorm is missing"):
+        checks.EXERCISES["ViT"].check(
+            _vit(lambda m, x: _good_forward(m, x, norm=False)), seed=12345
+        )
+
+    def count(config):
+        return count_parameters(config)
+
+    assert checks.EXERCISES["count_parameters"].check(count, seed=12345) is count
+    with pytest.raises(AssertionError, match="did you leave out the cls token"):
+        checks.EXERCISES["count_parameters"].check(
+            lambda c: count_parameters(c) - c.dim, seed=12345
+        )
+
+
+def test_a_parameter_count_that_is_no_number_fails_clearly():
+    with pytest.raises(AssertionError, match="an int, but returned str"):
+        checks.check_parameter_count(lambda c: f"{count_parameters(c):,}")

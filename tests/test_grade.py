@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from vitcourse import checks, grade
+from tests.conftest import need_sandbox
+from vitcourse import checks, grade, gradebook
 from vitcourse.student import student_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,15 +62,27 @@ def test_find_submissions_reports_what_it_skips(tmp_path):
     (tmp_path / "bob" / "01_patches-Copy1.ipynb").write_text("{}")
     (tmp_path / "empty").mkdir()
     (tmp_path / "stray.ipynb").write_text("{}")
+    (tmp_path / ".hidden").mkdir()
+    (tmp_path / "cy").mkdir()
+    (tmp_path / "cy" / "01_patches.ipynb").symlink_to(tmp_path / "bob" / "01_patches-Copy1.ipynb")
+    (tmp_path / "cy" / "work").symlink_to(tmp_path / "bob")
+    (tmp_path / "dee").symlink_to(tmp_path / "bob")
     students, skipped = grade.find_submissions(tmp_path)
     assert {s: {n: p.name for n, p in h.items()} for s, h in students.items()} == {
         "ada": {"01_patches": "01_patches (1).ipynb"},  # the newest copy
         "bob": {"01_patches": "01_patches-Copy1.ipynb"},
+        "cy": {},  # its links are not followed
         "empty": {},
     }
     assert sorted(skipped) == [
+        ".hidden: hidden (its name starts with a dot) (expected SUBMISSIONS/<student>/)",
+        "ada/.DS_Store: hidden (its name starts with a dot)",
         "ada/01_patches.ipynb: an older copy of 01_patches; graded ada/01_patches (1).ipynb",
+        "ada/__MACOSX: a macOS archive folder",
         "ada/notes.txt: not a course notebook with exercises",
+        "cy/01_patches.ipynb: a link, not followed",
+        "cy/work: a link, not followed",
+        "dee: a link, not followed (expected SUBMISSIONS/<student>/)",
         "stray.ipynb: not a student folder (expected SUBMISSIONS/<student>/)",
     ]
     with pytest.raises(FileNotFoundError, match="expected a folder of student folders"):
@@ -79,14 +92,59 @@ def test_find_submissions_reports_what_it_skips(tmp_path):
 def test_summary_counts_and_common_mistakes():
     rows = [
         grade.Grade("ada", "01_patches", "patchify", "passed"),
-        grade.Grade("bob", "01_patches", "patchify", "wrong", "patchify is not right: x\nHint: A"),
-        grade.Grade("cy", "01_patches", "patchify", "wrong", "patchify is not right: y\nHint: A"),
+        grade.Grade("bob", "01_patches", "patchify", "wrong", "patchify: x\nHint: A", "A"),
+        grade.Grade("cy", "01_patches", "patchify", "wrong", "patchify: y\nHint: A", "A"),
         grade.Grade("dee", "01_patches", "patchify", "timeout", "ran past"),
+        grade.Grade("eve", "01_patches", "patchify", "error", "ValueError: <b>mine</b>"),
     ]
-    text = grade.summarise(rows, ["x.txt: not a student folder"])
-    assert "| patchify | 01_patches | 1 of 4 | 2 | 0 | 0 | 1 |" in text
+    text = grade.summarise(rows, ["x.txt: not a student folder", "<i>.txt: hidden"])
+    assert "| patchify | 01_patches | 1 of 5 | 2 | 0 | 1 | 1 |" in text
     assert "- **patchify** (2 students): A" in text
-    assert "- x.txt: not a student folder" in text
+    assert "mine" not in text  # a student's own words are never a "common mistake"
+    assert "- x.txt: not a student folder" in text and "- &lt;i&gt;.txt: hidden" in text
+
+
+def test_reports_escape_what_students_wrote(tmp_path):
+    rows = [
+        grade.Grade("=1+2", "01_patches", "patchify", "passed"),
+        grade.Grade("<b>bo</b>", "01_patches", "patchify", "error", "ValueError: <script>[x](y)"),
+        grade.Grade("<b>bo</b>", "01_patches", "unpatchify", "passed"),
+    ]
+    gradebook.write_reports(rows, [], [], tmp_path)
+    lines = (tmp_path / "grades.csv").read_text().splitlines()
+    assert lines[0] == "student,notebook,exercise,status,points,hint,flags"
+    assert lines[1].startswith("'=1+2,01_patches,patchify,passed,1,")
+    feedback = (tmp_path / "feedback" / "_b_bo__b_.md").read_text()
+    assert "# Feedback for &lt;b&gt;bo&lt;/b&gt;" in feedback
+    assert "ValueError: &lt;script&gt;\\[x\\](y)" in feedback
+    with open(tmp_path / "gradebook.csv", newline="") as f:
+        table = list(csv.reader(f))
+    assert table == [
+        ["student", "01_patches patchify", "01_patches unpatchify", "total"],
+        ["<b>bo</b>", "0", "1", "1"],  # sorted by name
+        ["'=1+2", "1", "0", "1"],
+    ]
+
+
+def test_alike_answers_are_listed():
+    """Answers compared with names, comments and layout made uniform: a renamed copy is identical,
+    the course's solution is named as such, different answers are not listed."""
+    import inspect
+
+    from vitcourse import patching
+
+    mine = "def patchify(x, p):\n    B, C, H, W = x.shape  # mine\n    return x.reshape(B, -1, p)\n"
+    copy = "def patchify(img, size):\n    n, c, h, w = img.shape\n    return img.reshape(n, -1, size)"
+    other = "def patchify(x, p):\n    return x.unfold(2, p, p).unfold(3, p, p).flatten(2)\n"
+    solution = inspect.getsource(patching.patchify)
+    answers = {
+        (student, "patchify"): gradebook.normalised(source, "patchify")
+        for student, source in (("ann", mine), ("ben", copy), ("cat", other), ("dan", solution))
+    }
+    found = gradebook.alike(answers)
+    assert "ann and ben, patchify: identical" in found
+    assert "dan, patchify: the course's own solution, word for word" in found
+    assert not any("cat" in line for line in found)
 
 
 # --- a whole class, graded end to end ------------------------------------------------------
@@ -115,6 +173,7 @@ def _write(nb, path):
 
 @pytest.fixture(scope="module")
 def graded_class(tmp_path_factory):
+    need_sandbox()
     teacher = json.loads((NOTEBOOKS / "01_patches.ipynb").read_text())
     student, _ = student_notebook(teacher, "01_patches.ipynb")
     root = tmp_path_factory.mktemp("class")
@@ -169,7 +228,7 @@ def test_the_class_is_graded(graded_class):
     grades, out, done = graded_class
     status = {key: value[0] for key, value in grades.items()}
     assert status[("ada", "patchify")] == status[("ada", "unpatchify")] == "passed"
-    assert status[("bob", "patchify")] == status[("bob", "unpatchify")] == "not attempted"
+    assert grades[("bob", "patchify")] == grades[("bob", "unpatchify")] == ("not attempted", "")
     assert status[("cy", "patchify")] == "wrong"
     assert "a plain reshape does not cut out squares" in grades[("cy", "patchify")][1]
     assert status[("cy", "unpatchify")] == "passed"
@@ -183,8 +242,8 @@ def test_the_class_is_graded(graded_class):
     assert "not a readable notebook" in grades[("gus", "patchify")][1]
     assert status[("jo", "patchify")] == "not attempted"  # the reference the check lent
     assert "the course's own solution" in grades[("jo", "patchify")][1]
-    assert status[("ivy", "patchify")] == status[("ivy", "unpatchify")] == "error"
-    assert "the kernel stopped in cell" in grades[("ivy", "patchify")][1]
+    # the kernel stopped after both exercises were defined: what they had defined is graded
+    assert status[("ivy", "patchify")] == status[("ivy", "unpatchify")] == "passed"
     assert grades[("hal", "patchify")] == ("not attempted", "not handed in")
     assert len(grades) == 20  # 10 students x 2 exercises
     assert "skipped README.txt: not a student folder" in done.stdout
@@ -199,10 +258,10 @@ def test_the_class_gets_feedback_and_a_summary(graded_class):
     assert "✗ **patchify**: wrong" in feedback
     assert "the values are not. Hint: a plain reshape does not cut out squares" in feedback
     summary = (out / "summary.md").read_text()
-    assert "| patchify | 01_patches | 2 of 10 | 1 | 3 | 3 | 1 |" in summary
-    assert "| unpatchify | 01_patches | 4 of 10 | 0 | 4 | 2 | 0 |" in summary
+    assert "| patchify | 01_patches | 3 of 10 | 1 | 3 | 2 | 1 |" in summary
+    assert "| unpatchify | 01_patches | 5 of 10 | 0 | 4 | 1 | 0 |" in summary
     assert "**patchify** (1 student): a plain reshape does not cut out squares" in summary
-    assert "| patchify | 01_patches | 2 of 10" in done.stdout  # printed too
+    assert "| patchify | 01_patches | 3 of 10" in done.stdout  # printed too
     nothing = (out / "feedback" / "hal.md").read_text()
     assert "0 of 2 exercises passed" in nothing and "not handed in" in nothing
     executed = json.loads((out / "executed" / "ada" / "01_patches.ipynb").read_text())

@@ -1,37 +1,36 @@
-"""vitcourse.grade_worker: one notebook run in a fresh kernel, then its exercises checked.
+"""vitcourse.grade_worker and vitcourse.grading: one notebook run in a sandbox, what it defines
+kept, then each answer run without the course's solution and judged by the grader.
 
-The fast tests read cells the way the worker does (what a cell defines, how it ended, what the
-check printed); the slow ones run small notebooks named like the course's, one kernel each, and
-the worker's command line as `vitcourse.grade` starts it. `tests/test_grade.py` grades a whole
-class through both.
+The fast tests read cells the way the worker does (what a cell defines, how it ended) and judge
+packed answers; the slow ones grade small notebooks named like the course's, in the sandbox.
+`tests/test_grade.py` grades a whole class; `tests/test_grade_sandbox.py` a hostile one.
 """
 
 import json
-import os
-import subprocess
 import sys
-from dataclasses import asdict
+from pathlib import Path
 
 import nbformat
 import pytest
 
-from vitcourse.grade import Limits
-from vitcourse.grade_worker import (
-    _defined,
-    _definition,
-    _read_result,
-    _unchecked,
-    run_and_check,
-)
+from tests.conftest import need_sandbox
+from vitcourse import grading, sandbox
+from vitcourse.grade_worker import _defined, _definition
+from vitcourse.grading import Limits
 
 NAMES = ["patchify", "unpatchify"]  # notebook 01's exercises
-RIGHT_PATCHIFY = """from vitcourse import patching
-
-def patchify(images, patch_size):
-    return patching.patchify(images, patch_size)
+RIGHT_PATCHIFY = """def patchify(images, patch_size):
+    B, C, H, W = images.shape
+    P = patch_size
+    x = images.reshape(B, C, H // P, P, W // P, P).permute(0, 2, 4, 3, 5, 1)
+    return x.reshape(B, -1, P * P * C)
 """
 RIGHT_UNPATCHIFY = """def unpatchify(patches, patch_size, image_size):
-    return patching.unpatchify(patches, patch_size, image_size)
+    (H, W), P = image_size, patch_size
+    B, N, K = patches.shape
+    C = K // (P * P)
+    x = patches.reshape(B, H // P, W // P, P, P, C).permute(0, 5, 1, 3, 2, 4)
+    return x.reshape(B, C, H, W)
 """
 
 
@@ -46,17 +45,12 @@ def _raised(ename, evalue="boom"):
     return {"output_type": "error", "ename": ename, "evalue": evalue, "traceback": []}
 
 
-def _printed(text):
-    return {"output_type": "stream", "name": "stdout", "text": text}
-
-
-def _notebook(path, *sources):
-    """A notebook of these code cells (and a Markdown cell first, as lessons have) at `path`."""
+def _notebook(*sources) -> bytes:
+    """A notebook of these code cells (and a Markdown cell first, as lessons have)."""
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_markdown_cell("# Patches")]
     nb.cells += [nbformat.v4.new_code_cell(source) for source in sources]
-    nbformat.write(nb, path)
-    return path
+    return nbformat.writes(nb).encode()
 
 
 # --- reading cells ------------------------------------------------------------------------------
@@ -77,7 +71,11 @@ def _notebook(path, *sources):
         ("def patchify(images, patch_size:\n    return images\n", ["patchify"]),  # no parser
         # in the exercises' order, not the cell's
         ("def unpatchify(p, s, i):\n    pass\ndef patchify(i, s):\n    pass\n", NAMES),
-        ("patchify = lambda images, patch_size: images\n", []),  # an assignment, not a def
+        ("patchify = lambda images, patch_size: images\n", ["patchify"]),  # a lambda counts
+        ("patchify: object = make()\n", ["patchify"]),
+        ("patchify = check_patchify(patchify)\n", []),  # a check cell is no definition
+        ("    patchify = 1\n", []),  # not at the top level
+        ("patchify == 1\n", []),
         ("# def patchify(images, patch_size):\n", []),
         ("def patchify_v2(images, patch_size):\n    pass\n", []),
         ("x = 'def patchify'\n", []),
@@ -98,119 +96,74 @@ def test_a_defining_cell_ran_timed_out_or_never_compiled():
     assert _definition(_cell(_raised("SyntaxError")), "cell 3", True) == "timeout:cell 3"
 
 
-def test_exercises_with_nothing_to_check():
-    limits = Limits(notebook=600, cell=120)
-    assert _unchecked("patchify", "ok", True, limits) is None
-    assert _unchecked("patchify", None, True, limits) == [
-        "not attempted",
-        "no cell defines patchify",
-    ]
-    assert _unchecked("patchify", None, False, limits) == [
-        "timeout",
-        "the notebook did not reach patchify in 600 s",
-    ]
-    assert _unchecked("patchify", "timeout:cell 4", True, limits) == [
-        "timeout",
-        "the cell 4 defining patchify ran past 120 s",
-    ]
+def _judge(run, name="patchify", limits=Limits(notebook=600, cell=120)):  # noqa: B008
+    return grading.judge(name, run, Path("/nonexistent"), Path("/nonexistent"), limits, False)
+
+
+def test_exercises_with_nothing_to_run():
+    assert _judge({"definitions": {}, "reached": True}) == (
+        "not attempted", "no cell defines patchify", "")  # fmt: skip
+    assert _judge({"definitions": {}, "reached": False})[:2] == (
+        "timeout", "the notebook did not reach patchify in 600 s")  # fmt: skip
+    assert _judge({"definitions": {"patchify": "timeout:cell 4"}})[:2] == (
+        "timeout", "the cell 4 defining patchify ran past 120 s")  # fmt: skip
     error = "SyntaxError: '(' was never closed (cell 2)"
-    assert _unchecked("patchify", error, True, limits) == ["error", error]
+    assert _judge({"definitions": {"patchify": error}})[:2] == ("error", error)
+    assert _judge({"definitions": {}, "stopped": "cell 5"})[:2] == (
+        "error", "the kernel stopped in cell 5 before patchify was defined")  # fmt: skip
+    assert _judge({"definitions": {"patchify": "ok"}})[:2] == (
+        "error", "its cell ran but did not define patchify")  # fmt: skip
 
 
-def test_the_check_cell_is_read_after_its_marker():
-    marker = "VITCOURSE-GRADE-0123456789abcdef"
-    passed = _printed(f'{marker} ["passed", ""]\n')
-    assert _read_result(_cell(passed), marker, "patchify", False, 30) == ["passed", ""]
-    # Lines without this run's marker are the student's: ignored; the last marked line counts.
-    forged = _printed('VITCOURSE-GRADE-ffffffffffffffff ["passed", ""]\n')
-    wrong = _printed(f'hello\n{marker} ["error", "x"]\n{marker} ["wrong", "a hint"]\n')
-    assert _read_result(_cell(forged, wrong), marker, "p", False, 30) == ["wrong", "a hint"]
-    inside = _printed(f'say {marker} ["passed", ""]\n')  # the marker must open the line
-    assert _read_result(_cell(inside), marker, "p", False, 30) == [
-        "error",
-        "the check printed no result",
-    ]
-    stuck = _read_result(_cell(passed), marker, "patchify", True, 30)
-    assert stuck == ["timeout", "checking patchify took more than 30 s: an endless loop?"]
-    assert _read_result(_cell(_raised("MemoryError", "")), marker, "p", False, 30) == [
-        "error",
-        "MemoryError:",
-    ]
-    assert _read_result(_cell(_printed(f"{marker} not json\n")), marker, "p", False, 30) == [
-        "error",
-        "the check printed no result",
-    ]
+def test_a_forged_or_broken_answer_file_is_an_error_never_a_pass(tmp_path):
+    """What the sandbox writes is read only as a regular file, parsed as plain data, and judged
+    here: a link, a pickle, or the right answer with a missing file does not pass."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "answer.json").symlink_to("/etc/passwd")
+    assert grading._read_output(out / "answer.json", 2**20) is None
+    (out / "big").write_bytes(b"x" * 100)
+    assert grading._read_output(out / "big", 10) is None
 
 
-def test_an_unreadable_file_is_an_error_for_each_exercise(tmp_path):
-    path = tmp_path / "01_patches (1).ipynb"
-    path.write_text("{ this is not a notebook")
-    graded = run_and_check(path, tmp_path / "executed.ipynb")
-    assert list(graded) == NAMES
-    for status, hint in graded.values():
-        assert status == "error" and hint.startswith("the file is not a readable notebook: ")
-    assert not (tmp_path / "executed.ipynb").exists()
-
-
-# --- one notebook, run and checked ----------------------------------------------------------------
-
-
-@pytest.mark.slow
-def test_the_worker_command_line(tmp_path):
-    """What `vitcourse.grade` starts: it writes the grades, the notebook as it ran, and the
-    kernel's process id; a cell with a TabError is an error for what it defines."""
-    tab_error = "def unpatchify(patches, patch_size, image_size):\n\tif True:\n        return 1\n"
-    path = _notebook(tmp_path / "01_patches.ipynb", RIGHT_PATCHIFY, "print('hi')", tab_error)
-    result, executed, kernel = tmp_path / "r.json", tmp_path / "out" / "nb.ipynb", tmp_path / "k"
-    limits = json.dumps(asdict(Limits(notebook=120, cell=60, check=60, memory_gb=8)))
-    command = [sys.executable, "-m", "vitcourse.grade_worker", str(path), str(result)]
-    command += [str(executed), str(kernel), limits]
-    env = dict(os.environ, VITCOURSE_PROGRESS=str(tmp_path / "progress.json"), MPLBACKEND="Agg")
-    done = subprocess.run(
-        command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    graded = json.loads(result.read_text())
-    assert graded["patchify"] == ["passed", ""]
-    status, hint = graded["unpatchify"]
-    assert status == "error" and hint.startswith("TabError: ") and hint.endswith("(cell 4)")
-    assert kernel.read_text().isdigit() and int(kernel.read_text()) != os.getpid()
-    ran = nbformat.read(executed, as_version=4)
-    assert [c.source for c in ran.cells] == [c.source for c in nbformat.read(path, 4).cells]
-    assert ran.cells[2].outputs[0]["text"] == "hi\n"
-    assert ran.cells[3].outputs[0]["ename"] == "TabError"
+# --- one notebook, graded -------------------------------------------------------------------
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "sources, limits, expected",
     [
-        pytest.param(  # the keep cell finds no `patchify`; a lambda is no `def`
+        pytest.param(  # a def inside a function defines nothing; the solution in a lambda
             [
                 "from vitcourse import patching",
                 "def make():\n    def patchify(images, patch_size):\n"
-                "        return patching.patchify(images, patch_size)\n    return patchify\n",
+                "        return images\n    return patchify\n",
                 "unpatchify = lambda p, s, i: patching.unpatchify(p, s, i)",
             ],
             Limits(),
             {
-                "patchify": ["error", "its cell ran but did not define patchify"],
-                "unpatchify": ["not attempted", "no cell defines unpatchify"],
+                "patchify": ("error", "its cell ran but did not define patchify"),
+                "unpatchify": (
+                    "not attempted",
+                    "unpatchify uses the course's own solution (called, wrapped or subclassed), "
+                    "not yours",
+                ),
             },
             id="nested-def-and-lambda",
         ),
-        pytest.param(  # what a defining cell left is checked, whatever later cells bind
+        pytest.param(  # what a defining cell left is judged, whatever later cells do
             [
                 RIGHT_PATCHIFY,
-                "patchify = None",
+                "del patchify",
                 "if True:\n" + "".join(f"    {line}\n" for line in RIGHT_UNPATCHIFY.splitlines()),
-                "unpatchify = patching.unpatchify  # as a check cell lending the solution does",
+                "from vitcourse.checks import check_unpatchify\n",
+                "unpatchify = check_unpatchify(unpatchify)",
             ],
             Limits(),
-            {"patchify": ["passed", ""], "unpatchify": ["passed", ""]},
+            {"patchify": ("passed", ""), "unpatchify": ("passed", "")},
             id="kept-after-each-defining-cell",
         ),
-        pytest.param(  # an endless check, then an endless cell: both stopped, in their own times
+        pytest.param(  # an endless answer, then an endless cell: both stopped, in their own times
             [
                 "def patchify(images, patch_size):\n    while True:\n        pass\n",
                 "def unpatchify(patches, patch_size, image_size):\n    return patches\n"
@@ -218,45 +171,115 @@ def test_the_worker_command_line(tmp_path):
             ],
             Limits(cell=3, check=3),
             {
-                "patchify": ["timeout", "checking patchify took more than 3 s: an endless loop?"],
-                "unpatchify": ["timeout", "the cell 3 defining unpatchify ran past 3 s"],
+                "patchify": (
+                    "timeout",
+                    "running patchify on the check's inputs took more than 3 s: an endless loop?",
+                ),
+                "unpatchify": ("timeout", "the cell 3 defining unpatchify ran past 3 s"),
             },
-            id="endless-check-and-cell",
+            id="endless-answer-and-cell",
         ),
-        pytest.param(  # what was checked before the kernel stopped stands
+        pytest.param(  # an answer that ends its process is an error for itself alone
             [
                 RIGHT_PATCHIFY,
                 "import os\n\ndef unpatchify(patches, patch_size, image_size):\n    os._exit(1)\n",
             ],
             Limits(),
             {
-                "patchify": ["passed", ""],
-                "unpatchify": [
+                "patchify": ("passed", ""),
+                "unpatchify": (
                     "error",
-                    "the kernel stopped in the check of unpatchify (exit(), a crash, or out of "
-                    "memory)",
-                ],
+                    "unpatchify stopped the checker's process (exit(), a crash, or out of memory)",
+                ),
             },
-            id="kernel-stops-in-a-check",
+            id="answer-ends-its-process",
         ),
         pytest.param(  # the notebook's time includes starting its kernel
             [RIGHT_PATCHIFY, "import time\ntime.sleep(120)", RIGHT_UNPATCHIFY],
             Limits(notebook=15, cell=60),
             {
-                "patchify": ["passed", ""],
-                "unpatchify": ["timeout", "the notebook did not reach unpatchify in 15 s"],
+                "patchify": ("passed", ""),
+                "unpatchify": ("timeout", "the notebook did not reach unpatchify in 15 s"),
             },
             id="notebook-out-of-time",
         ),
+        pytest.param(  # not a notebook: an error for each exercise, quoting nothing of the file
+            None,
+            Limits(),
+            {
+                "patchify": ("error", "the file is not a readable notebook (NotJSONError)"),
+                "unpatchify": ("error", "the file is not a readable notebook (NotJSONError)"),
+            },
+            id="not-a-notebook",
+        ),
     ],
 )
-def test_one_notebook_run_and_checked(tmp_path, monkeypatch, sources, limits, expected):
-    monkeypatch.setenv("VITCOURSE_PROGRESS", str(tmp_path / "progress.json"))
-    monkeypatch.setenv("MPLBACKEND", "Agg")
-    path = _notebook(tmp_path / "01_patches.ipynb", *sources)
-    graded = run_and_check(path, tmp_path / "executed.ipynb", limits)
-    assert list(graded) == NAMES
-    assert graded == expected
-    ran = nbformat.read(tmp_path / "executed.ipynb", as_version=4)
-    assert len(ran.cells) == len(sources) + 1  # the student's cells only
-    assert not any("__vitcourse_defs__" in c.source for c in ran.cells)
+def test_one_notebook_graded(tmp_path, sources, limits, expected):
+    need_sandbox()
+    data = b"{ root:x:0:0 this is not a notebook" if sources is None else _notebook(*sources)
+    graded = grading.grade_notebook("ada", "01_patches", data, tmp_path, limits, work=tmp_path)
+    assert {g.exercise: (g.status, g.hint) for g in graded} == expected
+    if sources is not None:
+        ran = nbformat.read(tmp_path / "executed" / "ada" / "01_patches.ipynb", as_version=4)
+        assert [c.source for c in ran.cells[1:]] == sources  # the student's cells only
+
+
+@pytest.mark.slow
+def test_the_answer_runs_where_the_solution_is_not(tmp_path):
+    """In the copy of the package an answer runs with, the exercise's solution is a stub: called,
+    built or subclassed, it raises UsesCourseSolution; the rest of the package works."""
+    need_sandbox()
+    copy = grading.package_without("MultiHeadSelfAttention", tmp_path)
+    source = (copy / "attention.py").read_text()
+    assert "raise UsesCourseSolution('vitcourse.attention.MultiHeadSelfAttention')" in source
+    assert "def scaled_dot_product_attention" in source  # the other exercise's is there
+    probe = """
+import json, torch
+from vitcourse.checks.harness import UsesCourseSolution
+from vitcourse import attention, vit
+seen = []
+try:
+    attention.MultiHeadSelfAttention(12, 3)
+except UsesCourseSolution:
+    seen.append("built")
+try:
+    class Mine(attention.MultiHeadSelfAttention):
+        pass
+except UsesCourseSolution:
+    seen.append("subclassed")
+out = attention.scaled_dot_product_attention(*torch.randn(3, 1, 1, 2, 4))[0]
+seen.append(list(out.shape))
+open("/grading/out/seen.json", "w").write(json.dumps(seen))
+"""
+    box = sandbox.Box(seconds=120, package=copy)
+    given, out = tmp_path / "in", tmp_path / "out"
+    given.mkdir()
+    done = sandbox.run([sys.executable, "-c", probe], given, out, box)
+    assert done.returncode == 0, done.stderr
+    assert json.loads((out / "seen.json").read_text()) == ["built", "subclassed", [1, 1, 2, 4]]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(grading.EXERCISES))
+def test_every_solution_can_be_removed(tmp_path, name):
+    """For each exercise, the copy of the package without its solution imports, checks included,
+    and its solution raises UsesCourseSolution there."""
+    import subprocess
+
+    copy = grading.package_without(name, tmp_path)
+    reference = grading.EXERCISES[name].reference
+    code = (
+        "import importlib, vitcourse.checks, vitcourse.grade_probe\n"
+        "from vitcourse.checks.harness import UsesCourseSolution\n"
+        f"module = importlib.import_module({reference.__module__!r})\n"
+        f"assert vitcourse.__file__.startswith({str(copy)!r}), vitcourse.__file__\n"
+        "try:\n"
+        f"    getattr(module, {reference.__name__!r})()\n"
+        "except UsesCourseSolution:\n"
+        "    print('removed')\n"
+    )
+    script = tmp_path / "probe.py"
+    script.write_text(code)
+    command = sandbox.with_package([sys.executable, "-m", "probe"], copy)
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True)
+    assert done.stdout.strip() == "removed", done.stderr[-2000:]

@@ -39,7 +39,10 @@ Each module is one concept, introduced by one notebook (Dosovitskiy et al., "An 
     runs, train_run     the command lines' run folder (run.json, resume, metrics, model.pt) and
                         the frozen description of a training run
     train, pretrain     python -m vitcourse.train / vitcourse.pretrain
-    grade, grade_worker python -m vitcourse.grade: a class graded, one notebook per worker
+    grade, grading      python -m vitcourse.grade: a class graded, each notebook in a sandbox
+    grade_worker,       the two sandboxed steps: the notebook run, then each answer run on the
+      grade_probe       check's inputs without the course's solution; the verdict is grading's
+    sandbox, gradebook  bubblewrap and its limits; the journal, grades.csv, gradebook.csv, reports
     tensorboard         notebook 10: a training run written for TensorBoard (a callback)
     lightning           notebook 10: the course's recipe as a Lightning module (the extras;
                         nothing else imports it)

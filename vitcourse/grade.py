@@ -1,126 +1,102 @@
-"""Grade a class: run every student's notebooks and check each exercise.
+"""Grade a class: run every student's notebooks, each in a sandbox, and judge each exercise.
 
-    python -m vitcourse.grade SUBMISSIONS --out OUT [--timeout SECONDS] [--jobs N]
+    python -m vitcourse.grade SUBMISSIONS --out OUT [--jobs N] [--resume] [--no-sandbox]
 
 SUBMISSIONS holds one folder per student, as a teacher collects them:
 `SUBMISSIONS/<student>/01_patches.ipynb`, ... A file is matched to a course notebook by its name,
 or by its two-digit number when a download renamed it (`01_patches (1).ipynb`); of several copies
-the newest is graded.
+the newest is graded. Links are never followed, and hidden files are reported, not graded.
 
-Each notebook runs in a fresh kernel, in its own process (`vitcourse.grade_worker`) with time
-limits (the notebook, each cell, each check) and, on Linux, a memory limit, from a temporary
-folder: submissions are only read. It runs in quick mode (small data, one epoch) on the CPU, like the tests: grading is about
-the exercises. Exercises are found by what the student's cells define (`def patchify`,
-`class MultiHeadSelfAttention`), not by cell ids, so a deleted, duplicated or moved cell does not
-matter: after each defining cell the grader keeps what the name holds, and after the run it calls
-each exercise's check (`vitcourse.checks.grade`) itself on that.
+Each notebook is graded in two steps, each in a sandbox (`vitcourse.sandbox`: no network, no
+access to your files, limits on time, memory, processes and output):
 
-OUT receives `grades.csv` (student, notebook, exercise, status, hint), `feedback/<student>.md`,
-`summary.md` (per exercise: how many passed, the most common mistakes) and `executed/`, each
-notebook as it ran, outputs and all. Status is one of: passed, wrong, not attempted, error, timeout.
+1. `vitcourse.grade_worker` runs it in a fresh kernel in quick mode on the CPU, and keeps what
+   each exercise's name holds after the cell that defines it (`def patchify`, `class ...`,
+   `patchify = ...`), so a deleted, duplicated or moved cell does not matter.
+2. For each exercise, `vitcourse.grade_probe` runs what was kept on inputs drawn with a seed
+   the student cannot know, in a sandbox whose `vitcourse` has no solution to that exercise (an
+   answer that calls, wraps or subclasses it is "not attempted"). What comes back is plain
+   tensors and numbers (`vitcourse.checks.answers`); the verdict and the hint are decided here,
+   in the grader's own process, by the same check a learner runs in the notebook.
 
-The grader runs student code: run it on submissions you trust, or inside a container."""
+Each graded notebook is appended to `OUT/journal.jsonl` at once, so a stopped grader loses
+nothing (`--resume` goes on from it). OUT receives `grades.csv`, `gradebook.csv`,
+`feedback/<student>.md`, `summary.md`, `similar.md` (`vitcourse.gradebook`) and `executed/`, each
+notebook as it ran. Status is one of: passed, wrong, not attempted, error, timeout.
+"""
 
 from __future__ import annotations
 
 import argparse
-import collections
-import csv
+import hashlib
 import json
 import os
 import re
 import shutil
-import signal
-import subprocess
+import stat
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import asdict, astuple, dataclass, fields
+from dataclasses import asdict
 from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from vitcourse import gradebook, sandbox
 from vitcourse.checks import EXERCISES
+from vitcourse.gradebook import STATUSES, Grade, summarise  # noqa: F401 - this module's API too
+from vitcourse.grading import Limits, exercises_by_notebook, grade_notebook, match_notebook
 
-STATUSES = ("passed", "wrong", "not attempted", "error", "timeout")
-KERNEL_SECONDS = 60  # allowance for starting and stopping a kernel
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What one submitted notebook may take."""
-
-    notebook: float = 600  # seconds for all its cells
-    cell: float = 120  # seconds for one cell (an endless loop costs this, then the rest runs)
-    check: float = 30  # seconds for one exercise's check when the grader calls it
-    memory_gb: float = 8  # address space of its worker and of its kernel, each (Linux)
+MAX_NOTEBOOK_BYTES = 100 * 2**20
 
 
-@dataclass(frozen=True)
-class Grade:
-    """One row of grades.csv."""
-
-    student: str
-    notebook: str
-    exercise: str
-    status: str
-    hint: str = ""
-
-
-def exercises_by_notebook() -> dict[str, list[str]]:
-    """{notebook name (no .ipynb): [its exercises, in order]} for the notebooks with exercises."""
-    notebooks: dict[str, list[str]] = {}
-    for exercise in EXERCISES.values():
-        notebooks.setdefault(exercise.notebook, []).append(exercise.name)
-    return notebooks
-
-
-def match_notebook(filename: str) -> str | None:
-    """The course notebook (with exercises) a submitted file is, by name or by its number."""
-    stem = Path(filename).stem
-    notebooks = exercises_by_notebook()
-    if stem in notebooks:
-        return stem
-    number = re.match(r"\d\d(?!\d)", stem)
-    candidates = [name for name in notebooks if number and name.startswith(number.group() + "_")]
-    return candidates[0] if len(candidates) == 1 else None
-
-
-def _ignored(path: Path) -> bool:
-    """Files no teacher means to hand in: hidden ones, macOS archive leftovers, checkpoints."""
-    return any(
-        part.startswith(".") or part in ("__MACOSX", ".ipynb_checkpoints") for part in path.parts
-    )
+def _skip_reason(path: Path) -> str | None:
+    """Why a file or folder in SUBMISSIONS is not graded, or None."""
+    if path.is_symlink():
+        return "a link, not followed"
+    if path.name.startswith("."):
+        return "hidden (its name starts with a dot)"
+    if path.name == "__MACOSX":
+        return "a macOS archive folder"
+    return None
 
 
 def find_submissions(root: Path) -> tuple[dict[str, dict[str, Path]], list[str]]:
     """Walk SUBMISSIONS: ({student: {notebook: path}}, [what was skipped, and why]).
 
-    Where a student's folder holds several copies of one notebook (`01_patches.ipynb`,
-    `01_patches (1).ipynb`, an `old/` folder), the most recently modified one is graded and the
-    others are reported."""
-    if not root.is_dir():
+    Links are never followed. Where a student's folder holds several copies of one notebook
+    (`01_patches.ipynb`, `01_patches (1).ipynb`, an `old/` folder), the most recently modified
+    one is graded and the others are reported."""
+    if root.is_symlink() or not root.is_dir():
         raise FileNotFoundError(f"expected a folder of student folders, got {root}")
     students: dict[str, dict[str, Path]] = {}
     skipped = []
     for entry in sorted(root.iterdir()):
-        if _ignored(entry.relative_to(root)):
-            continue
-        if not entry.is_dir():
-            skipped.append(f"{entry.name}: not a student folder (expected SUBMISSIONS/<student>/)")
+        why = _skip_reason(entry) or (None if entry.is_dir() else "not a student folder")
+        if why:
+            skipped.append(f"{entry.name}: {why} (expected SUBMISSIONS/<student>/)")
             continue
         copies: dict[str, list[Path]] = {}
-        for path in sorted(entry.rglob("*")):
-            if not path.is_file() or _ignored(path.relative_to(root)):
-                continue
-            notebook = match_notebook(path.name) if path.suffix == ".ipynb" else None
-            if notebook is None:
-                skipped.append(f"{path.relative_to(root)}: not a course notebook with exercises")
-            else:
-                copies.setdefault(notebook, []).append(path)
+        for folder, dirs, files in os.walk(entry):  # links to folders are listed, not entered
+            for name in sorted(dirs + files):
+                path = Path(folder) / name
+                why = _skip_reason(path)
+                if why or name in dirs:
+                    if why:
+                        skipped.append(f"{path.relative_to(root)}: {why}")
+                        if name in dirs:
+                            dirs.remove(name)
+                    continue
+                notebook = match_notebook(name) if path.suffix == ".ipynb" else None
+                if notebook is None or not stat.S_ISREG(path.lstat().st_mode):
+                    skipped.append(
+                        f"{path.relative_to(root)}: not a course notebook with exercises"
+                    )
+                else:
+                    copies.setdefault(notebook, []).append(path)
         students[entry.name] = {}
         for notebook, paths in sorted(copies.items()):
-            newest = max(paths, key=lambda p: p.stat().st_mtime)
+            newest = max(paths, key=lambda p: p.lstat().st_mtime)
             students[entry.name][notebook] = newest
             for other in paths:
                 if other != newest:
@@ -131,192 +107,167 @@ def find_submissions(root: Path) -> tuple[dict[str, dict[str, Path]], list[str]]
     return students, skipped
 
 
-# --- the class, in the teacher's process -------------------------------------------------------
+def read_submission(path: Path) -> bytes:
+    """A submission's bytes, never through a link, at most MAX_NOTEBOOK_BYTES."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise OSError("not a regular file")
+        data = f.read(MAX_NOTEBOOK_BYTES + 1)
+    if len(data) > MAX_NOTEBOOK_BYTES:
+        raise OSError(f"larger than {MAX_NOTEBOOK_BYTES // 2**20} MB")
+    return data
 
 
-def grade_notebook(
-    student: str,
-    notebook: str,
-    path: Path,
-    out: Path,
-    limits: Limits = Limits(),
-    quick: bool = True,
-) -> list[Grade]:
-    """Grade one submitted notebook in its own process; never raises for the student's faults."""
-    names = exercises_by_notebook()[notebook]
-    with tempfile.TemporaryDirectory(prefix="vitcourse-grade-") as tmp:
-        result, kernel = Path(tmp) / "result.json", Path(tmp) / "kernel.pid"
-        executed = out / "executed" / student / f"{notebook}.ipynb"
-        command = [sys.executable, "-m", "vitcourse.grade_worker", str(path), str(result),
-                   str(executed), str(kernel), json.dumps(asdict(limits))]  # fmt: skip
-        env = dict(os.environ, VITCOURSE_QUICK="1" if quick else "0", MPLBACKEND="Agg")
-        env["VITCOURSE_PROGRESS"] = str(Path(tmp) / "progress.json")  # not the teacher's file
-        env["CUDA_VISIBLE_DEVICES"] = ""  # grade on the CPU: the same everywhere, and capped
-        process = subprocess.Popen(
-            command,
-            env=env,
-            cwd=tmp,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,  # its own process group, stopped as one
-        )
-        try:
-            most = limits.notebook + KERNEL_SECONDS + limits.check * len(names)
-            _, stderr = process.communicate(timeout=most)
-        except subprocess.TimeoutExpired:
-            _stop(process, kernel)
-            why = f"the notebook ran past its {limits.notebook:.0f} s"
-            return [Grade(student, notebook, name, "timeout", why) for name in names]
-        _stop(process, kernel)  # a kernel left behind, if any
-        if process.returncode != 0 or not result.exists():
-            last = (stderr.strip().splitlines() or ["no message"])[-1]
-            why = f"the grader's process for this notebook failed: {last}"
-            return [Grade(student, notebook, name, "error", why) for name in names]
-        graded = json.loads(result.read_text())
-    return [Grade(student, notebook, name, *graded[name]) for name in names]
+# --- the class ---------------------------------------------------------------------------------
 
 
-def _stop(process: subprocess.Popen, kernel: Path) -> None:
-    """Stop a worker, its process group, and its kernel (which runs in a session of its own)."""
-    pids = [int(kernel.read_text())] if kernel.exists() and kernel.read_text().isdigit() else []
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _answers(data: bytes, notebook: str) -> dict[str, str]:
+    """{exercise: its definition's normalised source} from a submission's cells (read here, as
+    text: nothing of it runs in the grader)."""
     try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (AttributeError, ProcessLookupError, PermissionError):  # gone already, or not POSIX
-        if process.poll() is None:
-            process.kill()
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-    process.wait()
-
-
-def _one_line(text: str) -> str:
-    """A check's message on one line, for a Markdown list: "...: problem. Hint: ..."."""
-    return " ".join(text.replace("\nHint: ", ". Hint: ").split())
-
-
-def write_reports(grades: list[Grade], skipped: list[str], out: Path) -> str:
-    """Write grades.csv, feedback/<student>.md and summary.md; return the summary's text."""
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / "grades.csv", "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow([field.name for field in fields(Grade)])
-        writer.writerows(astuple(g) for g in grades)
-    marks = {"passed": "✓", "wrong": "✗", "error": "✗", "timeout": "⏱", "not attempted": "·"}
-    (out / "feedback").mkdir(exist_ok=True)
-    for student in sorted({g.student for g in grades}):
-        mine = [g for g in grades if g.student == student]
-        passed = sum(g.status == "passed" for g in mine)
-        lines = [f"# Feedback for {student}", "", f"{passed} of {len(mine)} exercises passed.", ""]
-        for notebook in dict.fromkeys(g.notebook for g in mine):
-            lines += [f"## {notebook}", ""]
-            for g in (g for g in mine if g.notebook == notebook):
-                lines.append(f"- {marks[g.status]} **{g.exercise}**: {g.status}")
-                if g.hint:
-                    lines.append(f"  - {_one_line(g.hint)}")
-            lines.append("")
-        (out / "feedback" / f"{student}.md").write_text("\n".join(lines))
-    summary = summarise(grades, skipped)
-    (out / "summary.md").write_text(summary)
-    return summary
-
-
-def summarise(grades: list[Grade], skipped: list[str] = ()) -> str:
-    """The class summary: per exercise, how many passed and the most common mistakes."""
-    students = sorted({g.student for g in grades})
-    lines = [f"# Class summary: {len(students)} students", ""]
-    lines += ["| exercise | notebook | passed | wrong | not attempted | error | timeout |"]
-    lines += ["|---|---|---|---|---|---|---|"]
-    order = list(EXERCISES)
-    by_exercise = collections.defaultdict(list)
-    for g in grades:
-        by_exercise[g.exercise].append(g)
-    for name in sorted(by_exercise, key=order.index):
-        counts = collections.Counter(g.status for g in by_exercise[name])
-        lines.append(
-            f"| {name} | {EXERCISES[name].notebook} | {counts['passed']} of "
-            f"{len(by_exercise[name])} | " + " | ".join(str(counts[s]) for s in STATUSES[1:]) + " |"
-        )
-    lines += ["", "## Most common mistakes", ""]
-    for name in sorted(by_exercise, key=order.index):
-        hints = collections.Counter(
-            _one_line(g.hint.split("Hint: ")[-1]) for g in by_exercise[name] if g.status == "wrong"
-        )
-        for hint, count in hints.most_common(3):
-            lines.append(f"- **{name}** ({count} student{'s' if count > 1 else ''}): {hint}")
-    if skipped:
-        lines += ["", "## Skipped", ""] + [f"- {s}" for s in skipped]
-    return "\n".join(lines) + "\n"
+        cells = json.loads(data)["cells"]
+        sources = ["".join(c["source"]) if isinstance(c["source"], list) else str(c["source"])
+                   for c in cells if c.get("cell_type") == "code"]  # fmt: skip
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return {}
+    found = {}
+    for name in exercises_by_notebook()[notebook]:
+        for source in sources:
+            if re.search(
+                rf"^[ \t]*(?:def|class)\s+{name}\b|^{name}\s*=(?!\s*check_)", source, re.M
+            ):
+                normal = gradebook.normalised(source, name)
+                found[name] = normal if normal is not None else found.get(name)
+        if found.get(name) is None or "NotImplementedError" in found[name]:
+            found.pop(name, None)
+    return found
 
 
 def grade_class(
     submissions: Path,
     out: Path,
-    limits: Limits = Limits(),
+    limits: Limits = Limits(),  # noqa: B008 - frozen
     jobs: int = 1,
     quick: bool = True,
     notebooks: list[str] | None = None,
+    use_sandbox: bool = True,
+    resume: bool = False,
 ) -> tuple[list[Grade], list[str]]:
     """Grade every submission; write the reports; return (grades, skipped files).
 
     `notebooks`: the notebooks handed out (default: every one any student handed in); a student
-    without one gets its exercises as "not attempted", with the hint "not handed in"."""
-    submissions, out = Path(submissions).resolve(), Path(out).resolve()  # the workers run elsewhere
+    without one gets its exercises as "not attempted", with the hint "not handed in".
+    `resume`: keep what `out/journal.jsonl` holds of an earlier run on the same files."""
+    submissions, out = Path(submissions).absolute(), Path(out).absolute()
     students, skipped = find_submissions(submissions)
     for message in skipped:
         print(f"skipped {message}")
     expected = notebooks or sorted({nb for handed in students.values() for nb in handed})
-    for folder in ("executed", "feedback"):  # the grader's own outputs of an earlier run
-        shutil.rmtree(out / folder, ignore_errors=True)
-    grades: list[Grade] = []
-    left = {student: len(handed) for student, handed in students.items()}
+    out.mkdir(parents=True, exist_ok=True)
+    journal = out / "journal.jsonl"
+    if not resume:
+        if journal.exists():
+            os.replace(journal, out / "journal.previous.jsonl")
+        for folder in ("executed", "feedback"):  # the grader's own outputs of an earlier run
+            shutil.rmtree(out / folder, ignore_errors=True)
+    done = {(r["student"], r["notebook"], r["sha256"]): r for r in gradebook.read(journal)}
+    work = Path(tempfile.mkdtemp(prefix="vitcourse-class-"))
+    work.chmod(0o700)
+    todo = [(s, nb, p) for s, handed in students.items() for nb, p in handed.items()]
     with (
         ThreadPoolExecutor(max_workers=max(1, jobs)) as pool,
-        tqdm(total=len(students), desc="grading", unit="student") as bar,
+        tqdm(total=len(todo), desc="grading", unit="notebook") as bar,
     ):
-        futures = {
-            pool.submit(grade_notebook, student, notebook, path, out, limits, quick): student
-            for student, handed in students.items()
-            for notebook, path in handed.items()
-        }
-        bar.update(sum(1 for n in left.values() if n == 0))  # students with nothing to run
+        futures = [pool.submit(_grade_one, s, nb, p, out, limits, quick, use_sandbox, work, done)
+                   for s, nb, p in todo]  # fmt: skip
         for future in as_completed(futures):
-            grades += future.result()
-            left[futures[future]] -= 1
-            bar.update(left[futures[future]] == 0)
+            future.result()
+            bar.update()
+    shutil.rmtree(work, ignore_errors=True)
+    return _report(students, expected, skipped, journal, out)
+
+
+def _grade_one(student, notebook, path, out, limits, quick, use_sandbox, work, done) -> None:
+    """Grade one notebook (unless the journal has it already, for these very bytes) and append
+    it to the journal."""
+    try:
+        data = read_submission(path)
+    except OSError as e:
+        grades = [Grade(student, notebook, n, "error", f"the file could not be read ({e})")
+                  for n in exercises_by_notebook()[notebook]]  # fmt: skip
+        data = b""
+    else:
+        if (student, notebook, _digest(data)) in done:
+            return
+        grades = grade_notebook(student, notebook, data, out, limits, quick, use_sandbox, work)
+    record = {"student": student, "notebook": notebook, "sha256": _digest(data),
+              "path": str(path), "grades": [asdict(g) for g in grades],
+              "answers": _answers(data, notebook)}  # fmt: skip
+    gradebook.append(out / "journal.jsonl", record)
+
+
+def _report(students, expected, skipped, journal: Path, out: Path):
+    """The reports, from the journal's latest record of each (student, notebook)."""
+    latest = {(r["student"], r["notebook"]): r for r in gradebook.read(journal)}
+    grades, answers = [], {}
+    for (student, notebook), record in latest.items():
+        if student not in students or students[student].get(notebook) is None:
+            continue
+        try:
+            now = _digest(read_submission(Path(record["path"])))
+        except OSError:
+            now = None
+        grades += [Grade(**g) for g in record["grades"]]
+        if now != record["sha256"]:
+            skipped.append(f"{student}/{notebook}: changed while it was graded; grade it again")
+        for name, source in record.get("answers", {}).items():
+            answers[(student, name)] = source
     for student, handed in students.items():
         for notebook in expected:
             if notebook not in handed:
-                grades += [
-                    Grade(student, notebook, name, "not attempted", "not handed in")
-                    for name in exercises_by_notebook()[notebook]
-                ]
+                grades += [Grade(student, notebook, name, "not attempted", "not handed in")
+                           for name in exercises_by_notebook()[notebook]]  # fmt: skip
     order = list(EXERCISES)
     grades.sort(key=lambda g: (g.student, order.index(g.exercise)))
-    write_reports(grades, skipped, out)
+    similar = gradebook.alike(answers)
+    copies = {
+        key for key, source in answers.items() if source == gradebook.reference_source(key[1])
+    }
+    flag = {"flags": "its source is the course's solution, word for word"}
+    grades = [Grade(**asdict(g) | flag) if (g.student, g.exercise) in copies else g for g in grades]
+    gradebook.write_reports(grades, skipped, similar, out)
     return grades, skipped
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m vitcourse.grade",
-        description="Run every student's notebooks and check their exercises.",
+        description="Run every student's notebooks in a sandbox and judge their exercises.",
     )
     parser.add_argument("submissions", type=Path, help="a folder with one folder per student")
     parser.add_argument("--out", type=Path, required=True, help="folder for grades and reports")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per notebook (600)")
     parser.add_argument("--cell-timeout", type=float, default=120, help="seconds per cell (120)")
-    parser.add_argument("--check-timeout", type=float, default=30, help="seconds per check (30)")
-    parser.add_argument("--memory", type=float, default=8, help="GB per notebook, Linux (8)")
+    parser.add_argument("--check-timeout", type=float, default=30, help="seconds per answer (30)")
+    parser.add_argument(
+        "--memory", type=float, default=8, help="GB per notebook, all its processes (8)"
+    )
     parser.add_argument("--jobs", type=int, default=1, help="notebooks graded at once (1)")
     parser.add_argument(
         "--notebooks",
         help="the notebooks handed out, e.g. 01_patches,03_attention (default: all handed in)",
     )
     parser.add_argument("--full", action="store_true", help="run in full mode, not quick mode")
+    parser.add_argument("--resume", action="store_true", help="go on from OUT/journal.jsonl")
+    parser.add_argument(
+        "--no-sandbox", action="store_true",
+        help="grade without bubblewrap's sandbox (the students' code runs as you)",
+    )  # fmt: skip
     return parser
 
 
@@ -331,10 +282,15 @@ def main(argv: list[str] | None = None) -> None:
             f"--notebooks: {', '.join(unknown)} not among the notebooks with exercises "
             f"({', '.join(exercises_by_notebook())})"
         )
+    missing = sandbox.bubblewrap()
+    if missing and not args.no_sandbox:
+        parser.exit(2, f"error: {missing}.\nThe grader runs students' code only in a sandbox; "
+                    "--no-sandbox grades without one, where " + sandbox.EXPOSED + ".\n")  # fmt: skip
+    if args.no_sandbox:
+        print(f"warning: no sandbox: {sandbox.EXPOSED}.", file=sys.stderr)
     try:
-        grades, skipped = grade_class(
-            args.submissions, args.out, limits, args.jobs, not args.full, notebooks
-        )
+        grades, skipped = grade_class(args.submissions, args.out, limits, args.jobs,
+                                      not args.full, notebooks, not args.no_sandbox, args.resume)  # fmt: skip
     except FileNotFoundError as e:
         parser.exit(2, f"error: {e}\n")
     print(summarise(grades, skipped))

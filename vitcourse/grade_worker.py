@@ -1,29 +1,30 @@
-"""Grade one notebook in a process of its own: run the student's cells, then check the exercises.
+"""Run one submitted notebook and keep what its cells define: the first of the grader's two steps.
 
-    python -m vitcourse.grade_worker NOTEBOOK RESULT EXECUTED KERNEL_PID LIMITS
+    python -m vitcourse.grade_worker NOTEBOOK OUT LIMITS
 
-`vitcourse.grade` starts one of these per submitted notebook, with a memory limit that its kernel
-inherits, and stops it (and the kernel, whose process id it finds in KERNEL_PID) when it runs past
-its time. It writes `{exercise: [status, hint]}` to RESULT as JSON, and EXECUTED, the notebook as
-it ran. LIMITS is `vitcourse.grade.Limits` as a JSON object.
+`vitcourse.grade` starts this in a sandbox (`vitcourse.sandbox`), one per notebook, with NOTEBOOK
+a copy of the submission and OUT the only folder it may write. It runs every code cell in order in
+a fresh kernel, each within its time limit, until the notebook's. After each cell that defines an
+exercise (`def patchify`, `class ...`, or `patchify = ...` other than a check cell), it keeps what
+the name holds, written with cloudpickle to `OUT/defs/<exercise>.pkl` (the same object again at
+the end, with the notebook's last globals, which a function may read). It writes `OUT/run.json`, how each exercise's defining cell ran, and
+`OUT/executed.ipynb`, the notebook as it ran (each cell's outputs capped in size).
 
-Two steps, one kernel:
-
-1. `run_student_cells`: every code cell in order, each within its time limit, until the
-   notebook's. After each cell that defines an exercise (`def patchify`, `class ...`), the grader
-   keeps what the name holds, since a later check cell may rebind it.
-2. `check_exercises`: for each exercise defined, the grader calls its check
-   (`vitcourse.checks.grade`) in the kernel on what it kept, and reads the verdict the cell printed
-   after a random marker that the student's code cannot know in advance.
+It decides no verdict: everything here runs beside the student's code and could be forged. The
+grader runs each kept answer in a second sandbox without the course's solution
+(`vitcourse.grade_probe`) and judges what comes back in its own process. LIMITS is
+`vitcourse.grade.Limits` as a JSON object.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
-import secrets
+import signal
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -31,22 +32,47 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 
-from vitcourse.grade import Limits, exercises_by_notebook, match_notebook
+from vitcourse.grading import Limits, exercises_by_notebook, match_notebook
 
 # The errors of a cell that never ran: what it defines is an error, not a wrong answer.
 COMPILE_ERRORS = ("SyntaxError", "IndentationError", "TabError")
+INTERRUPT_GRACE = 5  # seconds a cell gets to stop after its interrupt before its kernel is killed
+
+
+class CappedClient(NotebookClient):
+    """nbclient, keeping at most `limit` bytes of each cell's outputs (a 200 MB print would
+    otherwise be held in memory and saved)."""
+
+    limit = 1_000_000
+    NOTE = "[the grader kept only the first {mb:.0f} MB of this cell's outputs]\n"
+
+    def output(self, outs, msg, display_id, cell_index):
+        count = len(outs)
+        out = super().output(outs, msg, display_id, cell_index)  # appends it to outs
+        if out is None or len(outs) == count:
+            return out
+        sizes = self.__dict__.setdefault("_sizes", {})
+        sizes[cell_index] = sizes.get(cell_index, 0) + len(json.dumps(out))
+        if sizes[cell_index] <= self.limit:
+            return out
+        outs.pop()
+        note = self.NOTE.format(mb=self.limit / 1e6)
+        if not any(o.get("text") == note for o in outs):
+            outs.append(nbformat.v4.new_output("stream", name="stderr", text=note))
+        return None
 
 
 class Kernel:
     """The notebook's kernel, and the cells the grader runs in it, each within a time limit."""
 
-    def __init__(self, nb, limits: Limits, folder: str):
+    def __init__(self, nb, limits: Limits, folder: str, out_limit: int):
         self.nb = nb
         self.limits = limits
         self.seconds: dict[int, float] = {}  # id(cell) -> its time limit, read by nbclient
         self.extra: list = []  # the grader's own cells, removed before the notebook is saved
         self.where: str | None = None  # what is running, named if the kernel stops there
-        self.client = NotebookClient(
+        self.killed = False  # whether a cell that ignored its interrupt had its kernel killed
+        self.client = CappedClient(
             nb,
             kernel_name="python3",
             allow_errors=True,
@@ -54,14 +80,28 @@ class Kernel:
             timeout_func=lambda cell: self.seconds.get(id(cell), limits.check),
             resources={"metadata": {"path": folder}},
         )
+        self.client.limit = out_limit
 
     def execute(self, cell, index: int, limit: float) -> bool:
-        """Run one cell within `limit` seconds; whether it ran out of time."""
+        """Run one cell within `limit` seconds; whether it ran out of time. A kernel that ignores
+        the interrupt is killed `INTERRUPT_GRACE` seconds later (DeadKernelError follows)."""
         self.seconds[id(cell)] = limit
         start = time.monotonic()
-        self.client.execute_cell(cell, index)
+        watchdog = threading.Timer(limit + INTERRUPT_GRACE, self.kill)
+        watchdog.start()
+        try:
+            self.client.execute_cell(cell, index)
+        finally:
+            watchdog.cancel()
         error = _error(cell)
         return time.monotonic() - start >= limit or bool(error and error[0] == "KeyboardInterrupt")
+
+    def kill(self) -> None:
+        self.killed = True
+        try:
+            os.kill(self.client.km.provisioner.process.pid, signal.SIGKILL)
+        except (AttributeError, ProcessLookupError, PermissionError):
+            pass
 
     def run(self, source: str) -> tuple[object, bool]:
         """Run the grader's own code in the kernel: (its cell, whether it ran out of time)."""
@@ -75,80 +115,97 @@ class Kernel:
         self.nb.cells = [cell for cell in self.nb.cells if not any(cell is e for e in self.extra)]
 
 
-def run_and_check(
-    path: Path,
-    executed: Path | None,
-    limits: Limits = Limits(),  # noqa: B008 - frozen, as in vitcourse.grade
-    kernel_pid: Path | None = None,
-) -> dict:
-    """Run one notebook in a fresh kernel and check its exercises: {exercise: [status, hint]}.
-
-    `kernel_pid`: a file to write the kernel's process id to, so a parent can stop it."""
+def run_notebook(path: Path, out: Path, limits: Limits = Limits()) -> dict:  # noqa: B008
+    """Run one notebook in a fresh kernel, keeping its exercises' definitions in `out/defs/`:
+    {"definitions": {exercise: how its cell ran}, "reached": whether the cells ran before the
+    notebook's deadline, "stopped": where the kernel died, or None}."""
     names = exercises_by_notebook()[match_notebook(path.name)]
+    (out / "defs").mkdir(parents=True, exist_ok=True)
     try:
         nb = nbformat.read(path, as_version=4)
-    except Exception as e:  # noqa: BLE001 - not JSON, not a notebook: say so for every exercise
-        return {name: ["error", f"the file is not a readable notebook: {e}"] for name in names}
+    except Exception as e:  # noqa: BLE001 - not JSON, not a notebook; never quote its contents
+        return {"unreadable": f"the file is not a readable notebook ({type(e).__name__})"}
     deadline = time.monotonic() + limits.notebook  # starting the kernel counts too
     folder = tempfile.TemporaryDirectory(prefix="vitcourse-grade-")
-    kernel = Kernel(nb, limits, folder.name)
-    results: dict[str, list[str]] = {}  # filled as the checks run: they stand if the kernel stops
+    kernel = Kernel(nb, limits, folder.name, limits.cell_output_bytes)
+    definitions: dict[str, str] = {}
+    stopped, reached = None, False
     kernel.client.reset_execution_trackers()
     try:
         with kernel.client.setup_kernel():
-            if kernel_pid is not None:
-                kernel_pid.write_text(str(kernel.client.km.provisioner.process.pid))
-            definitions = run_student_cells(kernel, names, deadline)
+            run_student_cells(kernel, names, deadline, out / "defs", definitions)
             reached = time.monotonic() < deadline
-            check_exercises(kernel, names, definitions, reached, results)
+            if reached:  # again, with the notebook's final globals
+                kernel.where = "keeping the definitions"
+                kept = [n for n in names if n in definitions]
+                kernel.run(_keep_source(kept, out / "defs", again=True))
     except DeadKernelError:
-        why = f"the kernel stopped in {kernel.where} (exit(), a crash, or out of memory)"
-        for name in names:
-            results.setdefault(name, ["error", why])
+        stopped = kernel.where or "a cell"
     finally:
         folder.cleanup()
-    if executed is not None:
-        kernel.remove_own_cells()
-        executed.parent.mkdir(parents=True, exist_ok=True)
-        nbformat.write(nb, executed)
-    return results
+    kernel.remove_own_cells()
+    nbformat.write(nb, out / "executed.ipynb")
+    return {"definitions": definitions, "reached": reached, "stopped": stopped}
 
 
-# --- 1. run the student's cells ----------------------------------------------------------------
-
-
-def run_student_cells(kernel: Kernel, names: list[str], deadline: float) -> dict[str, str]:
+def run_student_cells(
+    kernel: Kernel, names: list[str], deadline: float, defs: Path, definitions: dict[str, str]
+) -> None:
     """Run the student's code cells in order until `deadline`, keeping what each exercise's
-    name holds after its cell: {exercise: "ok", "timeout:cell N" or the error that kept its
-    cell from running}. Exercises no cell defines are left out."""
+    name holds after its cell; fill `definitions`: {exercise: "ok", "timeout:cell N" or the error
+    that kept its cell from running}. Exercises no cell defines are left out."""
     cells = list(kernel.nb.cells)  # the student's cells, before the grader adds its own
-    definitions: dict[str, str] = {}
-    kernel.run("__vitcourse_defs__ = {}")
     for index, cell in enumerate(cells):
         if cell.cell_type != "code" or time.monotonic() >= deadline:
             continue
         where = f"cell {index + 1}"
         kernel.where = where  # until it returns
         limit = min(deadline - time.monotonic(), kernel.limits.cell)
-        timed_out = kernel.execute(cell, index, limit)
-        kernel.where = None
         defined = _defined(cell.source, names)
+        try:
+            timed_out = kernel.execute(cell, index, limit)
+        except DeadKernelError:
+            if kernel.killed:  # it ignored the interrupt: a timeout for what it defines
+                definitions.update({name: f"timeout:{where}" for name in defined})
+            raise
         for name in defined:
             definitions[name] = _definition(cell, where, timed_out)
         if defined and not timed_out:  # keep them: a check cell may rebind the name
-            kernel.run(
-                "".join(
-                    f"try:\n    __vitcourse_defs__[{n!r}] = {n}\nexcept NameError:\n    pass\n"
-                    for n in defined
-                )
-            )
-    return definitions
+            kernel.where = f"keeping what {where} defines"
+            kernel.run(_keep_source(defined, defs))
+        kernel.where = None
+
+
+def _keep_source(names: list[str], defs: Path, again: bool = False) -> str:
+    """The grader's cell that keeps what each name holds now (or, `again`, what it kept before)
+    and writes it to `defs/<name>.pkl` (by value, with what it uses from the notebook), or
+    `defs/<name>.err` saying why it could not."""
+    return (
+        "def __vitcourse_keep__(names, folder, again):\n"
+        "    import cloudpickle\n"
+        "    kept = globals().setdefault('__vitcourse_kept__', {})\n"
+        "    for name in names:\n"
+        "        if not again and name in globals():\n"
+        "            kept[name] = globals()[name]\n"
+        "        if name not in kept:\n"
+        "            continue\n"
+        "        try:\n"
+        "            data = cloudpickle.dumps(kept[name])\n"
+        "        except Exception as e:\n"
+        "            open(f'{folder}/{name}.err', 'w').write(type(e).__name__)\n"
+        "            continue\n"
+        "        open(f'{folder}/{name}.pkl', 'wb').write(data)\n"
+        f"__vitcourse_keep__({names!r}, {str(defs)!r}, {again!r})\n"
+        "del __vitcourse_keep__\n"
+    )
 
 
 def _defined(source: str, names: list[str]) -> list[str]:
-    """The exercises a cell defines (`def name` or `class name`, also inside an `if` or `try`).
-    A regular expression, not a parser, so that a cell with a syntax error still counts."""
+    """The exercises a cell defines: `def name` or `class name` (also inside an `if` or `try`),
+    or `name = ...` at the top level, except a check cell's `name = check_x(name)`. Regular
+    expressions, not a parser, so that a cell with a syntax error still counts."""
     defined = re.findall(r"^[ \t]*(?:async\s+def|def|class)\s+([A-Za-z_]\w*)", source, flags=re.M)
+    defined += re.findall(r"^([A-Za-z_]\w*)\s*(?::[^=\n]*)?=(?!=)(?!\s*check_\w+\()", source, re.M)
     return [name for name in names if name in defined]
 
 
@@ -170,87 +227,11 @@ def _error(cell) -> tuple[str, str] | None:
     return None
 
 
-# --- 2. check the exercises --------------------------------------------------------------------
-
-
-def check_exercises(
-    kernel: Kernel,
-    names: list[str],
-    definitions: dict[str, str],
-    reached: bool,
-    results: dict[str, list[str]],
-) -> None:
-    """Fill `results` with each exercise's [status, hint], calling the check in the kernel for
-    those the student's cells defined. `reached`: whether the cells ran before the deadline."""
-    marker = f"VITCOURSE-GRADE-{secrets.token_hex(8)}"  # a student cannot print it in advance
-    for name in names:
-        unchecked = _unchecked(name, definitions.get(name), reached, kernel.limits)
-        if unchecked is not None:
-            results[name] = unchecked
-            continue
-        kernel.where = f"the check of {name}"
-        cell, timed_out = kernel.run(
-            "import builtins as _b, json as _json\n"
-            "from vitcourse.checks import grade as _grade\n"
-            f"_b.print({marker!r}, _json.dumps(_grade({name!r}, "
-            f"__vitcourse_defs__[{name!r}]) if {name!r} in __vitcourse_defs__ else "
-            f"['error', 'its cell ran but did not define {name}']))"
-        )
-        kernel.where = None
-        results[name] = _read_result(cell, marker, name, timed_out, kernel.limits.check)
-
-
-def _unchecked(name: str, definition: str | None, reached: bool, limits: Limits) -> list | None:
-    """The [status, hint] of an exercise there is nothing to check for (no cell defines it, or
-    its cell timed out or did not compile); None when its check should run."""
-    if definition is None:
-        if reached:
-            return ["not attempted", f"no cell defines {name}"]
-        return ["timeout", f"the notebook did not reach {name} in {limits.notebook:.0f} s"]
-    if definition.startswith("timeout:"):
-        where = definition.split(":", 1)[1]
-        return ["timeout", f"the {where} defining {name} ran past {limits.cell:.0f} s"]
-    if definition != "ok":
-        return ["error", definition]
-    return None
-
-
-def _read_result(cell, marker: str, name: str, timed_out: bool, limit: float) -> list[str]:
-    """The [status, hint] the grader's check cell printed."""
-    if timed_out:
-        return ["timeout", f"checking {name} took more than {limit:.0f} s: an endless loop?"]
-    printed = "".join(o.get("text", "") for o in cell.outputs if o.get("name") == "stdout")
-    lines = [line for line in printed.splitlines() if line.startswith(marker + " ")]
-    try:
-        status, hint = json.loads(lines[-1][len(marker) + 1 :])
-    except (IndexError, ValueError):
-        error = _error(cell)
-        return ["error", error[1] if error else "the check printed no result"]
-    return [status, hint]
-
-
-# --- the process -------------------------------------------------------------------------------
-
-
-def _limit_memory(gigabytes: float) -> None:
-    """Cap this process's address space (and so its kernel's, which inherits it): Linux; a no-op
-    where the OS does not offer it or refuses."""
-    try:
-        import resource
-
-        cap = int(gigabytes * 2**30)
-        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-    except (ImportError, ValueError, OSError):
-        pass
-
-
 def main(argv: list[str] | None = None) -> None:
-    """Grade one notebook: NOTEBOOK RESULT EXECUTED KERNEL_PID LIMITS (see the module's doc)."""
-    path, result, executed, kernel, limits = sys.argv[1:] if argv is None else argv
-    limits = Limits(**json.loads(limits))
-    _limit_memory(limits.memory_gb)
-    graded = run_and_check(Path(path), Path(executed), limits, Path(kernel))
-    Path(result).write_text(json.dumps(graded))
+    """Run one notebook: NOTEBOOK OUT LIMITS (see the module's doc)."""
+    path, out, limits = sys.argv[1:] if argv is None else argv
+    ran = run_notebook(Path(path), Path(out), Limits(**json.loads(limits)))
+    (Path(out) / "run.json").write_text(json.dumps(ran))
 
 
 if __name__ == "__main__":

@@ -2,15 +2,17 @@
 
 Used by the exercises in notebooks 01-09. The package mirrors the modules it checks:
 `checks.patching` checks `vitcourse.patching`, `checks.attention` checks `vitcourse.attention`,
-and so on; the reference solutions live in their concept's module. Two rooms serve them all:
+and so on; the reference solutions live in their concept's module. Three rooms serve them all:
 
     harness    run the learner's code on seeded inputs, compare with the reference, and fail
                with the hint that names the likely mistake (`compare`, `CheckFailed`)
+    answers    what the learner's code returned, as plain data that cannot carry code
     registry   `@exercise(name, notebook, reference)`: the verdict the notebook prints
                ("correct", "not written yet"), the progress file, `progress()` and `grade()`
 
 Each check runs the learner's function (or module, with the reference's weights loaded into it)
-on seeded inputs and compares with `vitcourse`'s own version. On success the check cell gets the
+on seeded inputs and compares with `vitcourse`'s own version, in two sides the class grader
+keeps apart (`run` and `judge`; the answer crosses between them as plain data, `answers`). On success the check cell gets the
 learner's object back, so the notebook goes on with their code; on a wrong answer it fails with a
 hint; while the exercise still raises `NotImplementedError`, it says so and hands back the
 reference, so the rest of the notebook runs.

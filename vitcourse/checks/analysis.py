@@ -9,115 +9,148 @@ import torch
 from torch import nn
 
 from vitcourse import analysis
-from vitcourse.checks.harness import call, compare, fail, randomized, seeded
+from vitcourse.checks.answers import type_name
+from vitcourse.checks.harness import compare, fail, randomized, seeded
 from vitcourse.checks.registry import exercise
 
 
 @exercise("attention_rollout", "07_inside_a_vit", analysis.attention_rollout)
-def check_attention_rollout(fn: Callable) -> None:
+class check_attention_rollout:
     """Check `fn(maps (layers, B, heads, T, T)) -> (B, T, T)`: attention rollout."""
-    scores = seeded(3, 2, 2, 5, 5) * 2
-    maps = scores.softmax(-1)  # (L=3, B=2, h=2, T=5, T=5), rows sum to 1
-    got = call(fn, maps.clone())
-    eye = torch.eye(5)
 
-    def roll(combine=lambda m: m.mean(1), residual=True, renormalise=True, order="new @ old"):
-        out = eye.expand(2, 5, 5)
-        for layer in maps:
-            a = combine(layer) + (eye if residual else 0)
-            if renormalise:
-                a = a / a.sum(-1, keepdim=True)
-            out = a @ out if order == "new @ old" else out @ a
-        return out
+    @staticmethod
+    def inputs(seed: int) -> dict:
+        scores = seeded(3, 2, 2, 5, 5, seed=seed) * 2
+        return {"maps": scores.softmax(-1)}  # (L=3, B=2, h=2, T=5, T=5), rows sum to 1
 
-    mistakes = [
-        (
-            "the residual path is missing: add the identity to each layer's attention (each token "
-            "also keeps itself), then renormalise the rows.",
-            lambda: roll(residual=False),
-        ),
-        (
-            "after adding the identity, the rows sum to 2: divide each row by its sum again.",
-            lambda: roll(renormalise=False),
-        ),
-        (
-            "the layers are multiplied in the wrong order: each layer reads what the layers below "
-            "mixed, so rollout = a @ rollout, the new layer on the left.",
-            lambda: roll(order="old @ new"),
-        ),
-        (
-            "combine the heads by their mean (layer.mean(dim=1)), not their maximum.",
-            lambda: roll(combine=lambda m: m.max(1).values),
-        ),
-        (
-            "that is only the last layer's attention: rollout multiplies every layer's together.",
-            lambda: (maps[-1].mean(1) + eye) / (maps[-1].mean(1) + eye).sum(-1, keepdim=True),
-        ),
-    ]
-    compare(
-        got,
-        analysis.attention_rollout(maps),
-        mistakes,
-        shape_hints={
-            (3, 2, 5, 5): "that is one map per layer: multiply the layers together into one "
-            "(B, T, T) map.",
-            (2, 2, 5, 5): "average the heads (dim 1 of each layer's (B, h, T, T)) first.",
-        },
-    )
+    @staticmethod
+    def run(attention_rollout, maps):
+        return attention_rollout(maps)
+
+    @staticmethod
+    def judge(got, maps) -> None:
+        eye = torch.eye(5)
+
+        def roll(combine=lambda m: m.mean(1), residual=True, renormalise=True, order="new @ old"):
+            out = eye.expand(2, 5, 5)
+            for layer in maps:
+                a = combine(layer) + (eye if residual else 0)
+                if renormalise:
+                    a = a / a.sum(-1, keepdim=True)
+                out = a @ out if order == "new @ old" else out @ a
+            return out
+
+        mistakes = [
+            (
+                "the residual path is missing: add the identity to each layer's attention (each "
+                "token also keeps itself), then renormalise the rows.",
+                lambda: roll(residual=False),
+            ),
+            (
+                "after adding the identity, the rows sum to 2: divide each row by its sum again.",
+                lambda: roll(renormalise=False),
+            ),
+            (
+                "the layers are multiplied in the wrong order: each layer reads what the layers "
+                "below mixed, so rollout = a @ rollout, the new layer on the left.",
+                lambda: roll(order="old @ new"),
+            ),
+            (
+                "combine the heads by their mean (layer.mean(dim=1)), not their maximum.",
+                lambda: roll(combine=lambda m: m.max(1).values),
+            ),
+            (
+                "that is only the last layer's attention: rollout multiplies every layer's "
+                "together.",
+                lambda: (maps[-1].mean(1) + eye) / (maps[-1].mean(1) + eye).sum(-1, keepdim=True),
+            ),
+        ]
+        compare(
+            got,
+            analysis.attention_rollout(maps),
+            mistakes,
+            shape_hints={
+                (3, 2, 5, 5): "that is one map per layer: multiply the layers together into one "
+                "(B, T, T) map.",
+                (2, 2, 5, 5): "average the heads (dim 1 of each layer's (B, h, T, T)) first.",
+            },
+        )
 
 
-@exercise("equivariance_error", "08_vit_vs_cnn", analysis.equivariance_error)
-def check_equivariance_error(fn: Callable) -> None:
-    """Check `fn(features, image, shift, border) -> float`: a layer's distance from translation
-    equivariance, as `vitcourse.analysis.equivariance_error` measures it."""
-    torch.manual_seed(0)
-    conv = randomized(nn.Conv2d(1, 4, 3, padding=1))
-    where = seeded(1, 4, 10, 12, seed=5)  # a fixed pattern by position: not equivariant at all
+def _features(weights: dict, where: torch.Tensor) -> Callable:
+    """The layer the equivariance check measures: a 3 x 3 convolution with `weights`, plus a fixed
+    pattern by position (`where`), which is not equivariant at all. Both sides build it."""
+    conv = nn.Conv2d(1, 4, 3, padding=1)
+    conv.load_state_dict(weights)
+    conv.eval()
 
     def features(x):
         return conv(x) + where
 
-    image = seeded(1, 1, 10, 12, seed=6)
-    with torch.no_grad():
-        got = call(fn, features, image.clone(), 3, 2)
+    return features
+
+
+@exercise("equivariance_error", "08_vit_vs_cnn", analysis.equivariance_error)
+class check_equivariance_error:
+    """Check `fn(features, image, shift, border) -> float`: a layer's distance from translation
+    equivariance, as `vitcourse.analysis.equivariance_error` measures it."""
+
+    @staticmethod
+    def inputs(seed: int) -> dict:
+        return {
+            "weights": randomized(nn.Conv2d(1, 4, 3, padding=1), seed).state_dict(),
+            "where": seeded(1, 4, 10, 12, seed=seed + 5),
+            "image": seeded(1, 1, 10, 12, seed=seed + 6),
+        }
+
+    @staticmethod
+    def run(equivariance_error, weights, where, image):
+        with torch.no_grad():
+            return equivariance_error(_features(weights, where), image, 3, 2)
+
+    @staticmethod
+    def judge(got, weights, where, image) -> None:
         if isinstance(got, torch.Tensor) and got.numel() == 1:
             got = got.item()
         if not isinstance(got, float | int):
-            fail(f"it should return one number, got {type(got).__name__}")
-        expected = analysis.equivariance_error(features, image, 3, 2)
-        f_then_s = torch.roll(features(image), 3, dims=-1)
-        s_then_f = features(torch.roll(image, 3, dims=-1))
+            fail(f"it should return one number, got {type_name(got)}")
+        features = _features(weights, where)
+        with torch.no_grad():
+            expected = analysis.equivariance_error(features, image, 3, 2)
+            f_then_s = torch.roll(features(image), 3, dims=-1)
+            s_then_f = features(torch.roll(image, 3, dims=-1))
 
-        def relative(a, b, inner=(..., slice(2, -2))):
-            return ((a - b)[inner].norm() / a[inner].norm()).reshape(1)
+            def relative(a, b, inner=(..., slice(2, -2))):
+                return ((a - b)[inner].norm() / a[inner].norm()).reshape(1)
 
-        mistakes = [
-            (
-                "shift the features too: compare features(shifted image) with the features of "
-                "the image, shifted afterwards (torch.roll(features(image), shift, dims=-1)).",
-                lambda: relative(features(image), s_then_f),
-            ),
-            (
-                "shift along the width, the last axis (dims=-1), not the height.",
-                lambda: relative(
-                    torch.roll(features(image), 3, dims=-2),
-                    features(torch.roll(image, 3, dims=-2)),
+            mistakes = [
+                (
+                    "shift the features too: compare features(shifted image) with the features "
+                    "of the image, shifted afterwards (torch.roll(features(image), shift, "
+                    "dims=-1)).",
+                    lambda: relative(features(image), s_then_f),
                 ),
-            ),
-            (
-                "leave out `border` columns at each side: torch.roll wraps pixels round, and the "
-                "wrapped edge is not a real shift.",
-                lambda: relative(f_then_s, s_then_f, inner=(...,)),
-            ),
-            (
-                "make it relative: divide the difference's norm by the norm of the features.",
-                lambda: (f_then_s - s_then_f)[..., 2:-2].norm().reshape(1),
-            ),
-        ]
-        compare(
-            torch.tensor([float(got)]),
-            torch.tensor([expected]),
-            mistakes,
-            generic="norm of (shifted features - features of the shifted image), away from the "
-            "border, divided by the norm of the shifted features.",
-        )
+                (
+                    "shift along the width, the last axis (dims=-1), not the height.",
+                    lambda: relative(
+                        torch.roll(features(image), 3, dims=-2),
+                        features(torch.roll(image, 3, dims=-2)),
+                    ),
+                ),
+                (
+                    "leave out `border` columns at each side: torch.roll wraps pixels round, and "
+                    "the wrapped edge is not a real shift.",
+                    lambda: relative(f_then_s, s_then_f, inner=(...,)),
+                ),
+                (
+                    "make it relative: divide the difference's norm by the norm of the features.",
+                    lambda: (f_then_s - s_then_f)[..., 2:-2].norm().reshape(1),
+                ),
+            ]
+            compare(
+                torch.tensor([float(got)]),
+                torch.tensor([expected]),
+                mistakes,
+                generic="norm of (shifted features - features of the shifted image), away from "
+                "the border, divided by the norm of the shifted features.",
+            )

@@ -3,13 +3,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch
 import torch.nn.functional as F
 
 from vitcourse import distillation
-from vitcourse.checks.harness import Mistakes, call, compare, seeded
+from vitcourse.checks.harness import Mistakes, compare, seeded
 from vitcourse.checks.registry import exercise
 
 ce = F.cross_entropy
@@ -81,30 +79,53 @@ def soft_mistakes(cls_l, dist_l, teacher, labels, alpha: float, tau: float) -> M
     ]
 
 
+_SETTINGS = (("hard", 0.2, 1.0), ("soft", 0.3, 3.0), ("hard", 0.5, 1.0))  # (kind, alpha, tau)
+
+
 @exercise("distillation_loss", "09_when_vits_win", distillation.distillation_loss)
-def check_distillation_loss(fn: Callable) -> None:
+class check_distillation_loss:
     """Check `fn(cls_logits, dist_logits, teacher_logits, labels, kind, alpha, tau) -> scalar`:
     DeiT's hard and soft distillation losses."""
-    logits = tuple(seeded(6, 5, seed=s) * 2 for s in (11, 12, 13))  # cls, dist, teacher
-    labels = torch.tensor([0, 1, 2, 3, 4, 0])
-    for kind, alpha, tau in (("hard", 0.2, 1.0), ("soft", 0.3, 3.0), ("hard", 0.5, 1.0)):
-        copies = (*(x.clone() for x in logits), labels.clone())
-        got = call(fn, *copies, kind, alpha, tau)
-        if isinstance(got, torch.Tensor) and got.numel() == 1:
-            got = got.reshape(())
-        if kind == "hard":
-            mistakes = hard_mistakes(*logits, labels, alpha)
-            teacher_part = "cross entropy(dist_logits, teacher_logits.argmax(-1))."
-        else:
-            mistakes = soft_mistakes(*logits, labels, alpha, tau)
-            teacher_part = (
-                "tau ** 2 * KL(teacher || student) at temperature tau, averaged over the batch."
-            )
-        compare(
-            got,
-            distillation.distillation_loss(*logits, labels, kind, alpha, tau),
-            mistakes,
-            generic=f"for kind={kind!r}: (1 - alpha) * cross entropy(cls_logits, labels) + alpha * "
-            + teacher_part,
-            shape_hints={(6,): "that is one loss per image: average them into one number."},
+
+    @staticmethod
+    def inputs(seed: int) -> dict:
+        cls_logits, dist_logits, teacher_logits = (
+            seeded(6, 5, seed=seed + s) * 2 for s in (11, 12, 13)
         )
+        return {
+            "cls_logits": cls_logits,
+            "dist_logits": dist_logits,
+            "teacher_logits": teacher_logits,
+            "labels": torch.tensor([0, 1, 2, 3, 4, 0]),
+        }
+
+    @staticmethod
+    def run(distillation_loss, cls_logits, dist_logits, teacher_logits, labels):
+        inputs = (cls_logits, dist_logits, teacher_logits, labels)
+        return [
+            distillation_loss(*(x.clone() for x in inputs), kind, alpha, tau)
+            for kind, alpha, tau in _SETTINGS
+        ]
+
+    @staticmethod
+    def judge(got, cls_logits, dist_logits, teacher_logits, labels) -> None:
+        logits = (cls_logits, dist_logits, teacher_logits)
+        for (kind, alpha, tau), answer in zip(_SETTINGS, got, strict=True):
+            if isinstance(answer, torch.Tensor) and answer.numel() == 1:
+                answer = answer.reshape(())
+            if kind == "hard":
+                mistakes = hard_mistakes(*logits, labels, alpha)
+                teacher_part = "cross entropy(dist_logits, teacher_logits.argmax(-1))."
+            else:
+                mistakes = soft_mistakes(*logits, labels, alpha, tau)
+                teacher_part = (
+                    "tau ** 2 * KL(teacher || student) at temperature tau, averaged over the batch."
+                )
+            compare(
+                answer,
+                distillation.distillation_loss(*logits, labels, kind, alpha, tau),
+                mistakes,
+                generic=f"for kind={kind!r}: (1 - alpha) * cross entropy(cls_logits, labels) + "
+                "alpha * " + teacher_part,
+                shape_hints={(6,): "that is one loss per image: average them into one number."},
+            )

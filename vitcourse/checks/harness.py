@@ -1,12 +1,15 @@
 """The checks' tools: run the learner's code, compare its output with the reference's, and fail
 with the hint that names the likely mistake.
 
-Every check in this package is built from these few pieces. A check runs the learner's function
-(or module, with the reference's weights loaded into it, `run_with_reference_weights`) on seeded
-inputs (`seeded`), and hands the output to `compare` together with the classic mistakes, each
-as (hint, a function computing what that mistake would output): an output that matches a mistake
-gets its hint. `call` turns the learner's NotImplementedError into `NotWritten`, and `fail`
-raises `CheckFailed`; the registry (`checks.registry`) turns both into what the notebook shows.
+Every check in this package has three parts, built from these few pieces:
+- `inputs(seed)`: seeded inputs (`seeded`), and for a module the reference's weights;
+- `run(learner, **inputs)`: only the learner's code, called on them (a module is built, given the
+  reference's weights and run: `run_with_reference_weights`). The class grader runs this part in a
+  sandbox where the course's solution to that exercise does not exist;
+- `judge(got, **inputs)`: what came back (plain tensors and numbers, `checks.answers`) handed to
+  `compare` with the classic mistakes, each as (hint, a function computing what that mistake would
+  output): an output that matches a mistake gets its hint. `fail` raises `CheckFailed`.
+The registry (`checks.registry`) turns the verdict into what the notebook shows.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from collections.abc import Callable
 
 import torch
 from torch import nn
+
+from vitcourse.checks.answers import type_name
 
 # (hint, a function computing the output that mistake would give); used by `compare`.
 Mistakes = list[tuple[str, Callable[[], torch.Tensor]]]
@@ -44,6 +49,22 @@ class CheckFailed(AssertionError):
 
     def _render_traceback_(self) -> list[str]:
         return [f"✗ {line}" if i == 0 else line for i, line in enumerate(str(self).splitlines())]
+
+
+class UsesCourseSolution(Exception):
+    """Raised where the class grader removed the course's solution to the exercise it checks: an
+    answer that calls, wraps or subclasses it is "not attempted", however it got hold of it."""
+
+
+class WeightsMismatch(CheckFailed):
+    """The learner's module does not take the reference's weights: its `__init__` was changed."""
+
+    def __init__(self, detail: str):
+        self.detail = detail[:300]
+        super().__init__(
+            f"its parameters do not match the reference's names and shapes ({self.detail})",
+            "keep __init__ exactly as given; write only forward.",
+        )
 
 
 def call(fn: Callable, *args, **kwargs):
@@ -76,14 +97,16 @@ def compare(
     compares several ("the weights", "the returned losses").
     """
     where = f"in {what}, " if what else ""
-    if not isinstance(got, torch.Tensor):
-        fail(f"{where}it should return a tensor, but returned {type(got).__name__}")
+    if type(got) is not torch.Tensor:
+        fail(f"{where}it should return a tensor, but returned {type_name(got)}")
     if got.shape != expected.shape:
         hint = (shape_hints or {}).get(tuple(got.shape), "")
         fail(
             f"{where}expected an output of shape {tuple(expected.shape)}, got {tuple(got.shape)}",
             hint,
         )
+    if got.dtype != expected.dtype:
+        fail(f"{where}expected {expected.dtype} numbers, got {got.dtype}")
     if close(got, expected):
         return
     if not torch.isfinite(got).all():
@@ -113,17 +136,14 @@ def randomized(module: nn.Module, seed: int = 0) -> nn.Module:
     return module.eval()
 
 
-def run_with_reference_weights(build: Callable, reference: nn.Module, x: torch.Tensor):
-    """Build the learner's module, load the reference's weights into it, and run it on `x`."""
-    learner = call(build)
+def run_with_reference_weights(build: Callable, weights: dict, x: torch.Tensor):
+    """Build the learner's module, load the reference's `weights` (its state dict) into it, and
+    run it on `x`."""
+    learner = build()
     try:
-        learner.load_state_dict(reference.state_dict())
+        learner.load_state_dict(weights)
     except RuntimeError as e:
-        fail(
-            "its parameters do not match the reference's names and shapes "
-            f"({str(e).splitlines()[0]})",
-            "keep __init__ exactly as given; write only forward.",
-        )
+        raise WeightsMismatch(str(e).splitlines()[0]) from None
     learner.eval()
     with torch.no_grad():
-        return call(learner, x.clone())
+        return learner(x)

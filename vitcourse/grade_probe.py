@@ -1,0 +1,59 @@
+"""Run one kept answer on a check's inputs: the second of the grader's two steps.
+
+    python -m vitcourse.grade_probe EXERCISE IN OUT
+
+`vitcourse.grade` starts this in a sandbox whose `vitcourse` package is a copy without the
+course's solution to EXERCISE (`vitcourse.grade.package_without`): there, an answer that calls,
+wraps or subclasses that solution meets `UsesCourseSolution`, however it reached it. IN holds
+`answer.pkl` (what the student's notebook defined, kept by `vitcourse.grade_worker`) and
+`inputs.pt` (the check's inputs, drawn by the grader with a seed the student cannot know). It
+writes to OUT either `answer.json` and `answer.safetensors`, what the answer returned as plain
+data (`vitcourse.checks.answers`), or `outcome.json`: why there is nothing to judge. The verdict
+is the grader's, in its own process.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import sys
+import traceback
+from pathlib import Path
+
+import torch
+
+from vitcourse.checks import EXERCISES
+from vitcourse.checks.harness import NotWritten, UsesCourseSolution, WeightsMismatch
+
+
+def probe(name: str, given: Path, out: Path) -> None:
+    exercise = EXERCISES[name]
+    inputs = torch.load(given / "inputs.pt", weights_only=True)
+
+    def outcome(kind: str, detail: str = "") -> None:
+        (out / "outcome.json").write_text(json.dumps({"kind": kind, "detail": detail[:2000]}))
+
+    try:
+        learner = pickle.loads((given / "answer.pkl").read_bytes())
+        structure, tensors = exercise.answer(learner, inputs)
+    except NotWritten:
+        return outcome("not written")
+    except UsesCourseSolution:
+        return outcome("uses the course's solution")
+    except WeightsMismatch as e:
+        return outcome("weights mismatch", e.detail)
+    except BaseException as e:  # noqa: BLE001 - the student's code may raise anything
+        if isinstance(e.__context__, UsesCourseSolution) or "UsesCourseSolution" in repr(e):
+            return outcome("uses the course's solution")
+        return outcome("error", "".join(traceback.format_exception_only(type(e), e)).strip())
+    (out / "answer.safetensors").write_bytes(tensors)
+    (out / "answer.json").write_bytes(structure)
+
+
+def main(argv: list[str] | None = None) -> None:
+    name, given, out = sys.argv[1:] if argv is None else argv
+    probe(name, Path(given), Path(out))
+
+
+if __name__ == "__main__":
+    main()

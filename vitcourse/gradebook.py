@@ -1,0 +1,256 @@
+"""The class grader's records and reports: a journal written as it goes, then the files a teacher
+reads and imports.
+
+`vitcourse.grade` appends each graded notebook to `journal.jsonl` as soon as it is done (flushed
+to disk), so a grader that is stopped loses nothing and `--resume` goes on from there; the
+reports are built from the journal:
+
+- `grades.csv`: a row per student and exercise (status, points, hint, flags);
+- `gradebook.csv`: a row per student, a column per exercise (1 point for a pass) and the total,
+  the shape a spreadsheet or a learning platform's gradebook import takes;
+- `feedback/<student>.md`, `summary.md` (per exercise: how many passed, the most common mistakes
+  from the checks' own hints) and `similar.md` (answers identical or nearly identical to another
+  student's, or to the course's solution, for the teacher to read before trusting a grade).
+
+Everything a student wrote (a folder's name, an error's text) is escaped: no spreadsheet formula
+in a CSV file, no HTML or Markdown markup in a report.
+"""
+
+from __future__ import annotations
+
+import ast
+import collections
+import csv
+import difflib
+import html
+import inspect
+import json
+import os
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from vitcourse.checks import EXERCISES
+
+STATUSES = ("passed", "wrong", "not attempted", "error", "timeout")
+MARKS = {"passed": "✓", "wrong": "✗", "error": "✗", "timeout": "⏱", "not attempted": "·"}
+
+
+@dataclass(frozen=True)
+class Grade:
+    """One row of grades.csv. `mistake` is the check's own hint (the catalogue's words, never the
+    student's) that summary.md counts; `flags` are notes for the teacher."""
+
+    student: str
+    notebook: str
+    exercise: str
+    status: str
+    hint: str = ""
+    mistake: str = ""
+    flags: str = ""
+
+
+# --- the journal -------------------------------------------------------------------------------
+
+
+def append(journal: Path, record: dict) -> None:
+    """Add one graded notebook's record, on disk before this returns."""
+    with open(journal, "a", encoding="utf-8") as f:
+        f.write(json.dumps(record) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def read(journal: Path) -> list[dict]:
+    """The records in a journal; a last line cut short by a stop is left out."""
+    records = []
+    if journal.exists():
+        for line in journal.read_text(encoding="utf-8").splitlines():
+            try:
+                records.append(json.loads(line))
+            except ValueError:
+                continue
+    return records
+
+
+# --- escaping ----------------------------------------------------------------------------------
+
+
+def cell(text: str) -> str:
+    """A CSV cell a spreadsheet shows as text: one starting with =, +, -, @ or a control character
+    would be read as a formula, so it gets a leading apostrophe."""
+    text = str(text)
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r", "\n") else text
+
+
+def markdown(text: str) -> str:
+    """Text shown as itself in Markdown: HTML escaped, markup characters backslashed."""
+    text = html.escape(" ".join(str(text).split()), quote=False)
+    return re.sub(r"([\\`*_\[\]|#!])", r"\\\1", text)
+
+
+def file_name(student: str) -> str:
+    """A safe file name for a student's feedback."""
+    safe = re.sub(r"[^\w.-]", "_", student).lstrip(".") or "student"
+    return safe[:80]
+
+
+def one_line(text: str) -> str:
+    """A check's message on one line: "...: problem. Hint: ..."."""
+    return " ".join(text.replace("\nHint: ", ". Hint: ").split())
+
+
+# --- the reports -------------------------------------------------------------------------------
+
+
+def write_reports(grades: list[Grade], skipped: list[str], similar: list[str], out: Path) -> str:
+    """Write grades.csv, gradebook.csv, feedback/, summary.md and similar.md; return the summary."""
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "grades.csv", "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        columns = ["student", "notebook", "exercise", "status", "points", "hint", "flags"]
+        writer.writerow(columns)
+        for g in grades:
+            row = asdict(g) | {"points": int(g.status == "passed")}
+            writer.writerow([cell(row[c]) for c in columns])
+    write_gradebook(grades, out / "gradebook.csv")
+    (out / "feedback").mkdir(exist_ok=True)
+    for student in sorted({g.student for g in grades}):
+        mine = [g for g in grades if g.student == student]
+        passed = sum(g.status == "passed" for g in mine)
+        lines = [
+            f"# Feedback for {markdown(student)}",
+            "",
+            f"{passed} of {len(mine)} exercises passed.",
+        ]
+        for notebook in dict.fromkeys(g.notebook for g in mine):
+            lines += ["", f"## {notebook}", ""]
+            for g in (g for g in mine if g.notebook == notebook):
+                lines.append(f"- {MARKS[g.status]} **{g.exercise}**: {g.status}")
+                if g.hint:
+                    lines.append(f"  - {markdown(one_line(g.hint))}")
+        (out / "feedback" / f"{file_name(student)}.md").write_text("\n".join(lines) + "\n")
+    summary = summarise(grades, skipped)
+    (out / "summary.md").write_text(summary)
+    text = ["# Similar answers", ""]
+    text += [f"- {line}" for line in similar] or ["No two answers are alike beyond chance."]
+    (out / "similar.md").write_text("\n".join(text) + "\n")
+    return summary
+
+
+def write_gradebook(grades: list[Grade], path: Path) -> None:
+    """A row per student, a column per exercise (1 or 0) and the total."""
+    order = [name for name in EXERCISES if any(g.exercise == name for g in grades)]
+    points = collections.defaultdict(dict)
+    for g in grades:
+        points[g.student][g.exercise] = int(g.status == "passed")
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["student", *(f"{EXERCISES[n].notebook} {n}" for n in order), "total"])
+        for student in sorted(points):
+            row = [points[student].get(n, 0) for n in order]
+            writer.writerow([cell(student), *row, sum(row)])
+
+
+def summarise(grades: list[Grade], skipped: list[str] = ()) -> str:
+    """The class summary: per exercise, how many passed and the most common mistakes (the
+    checks' own hints: nothing a student wrote)."""
+    students = sorted({g.student for g in grades})
+    lines = [f"# Class summary: {len(students)} students", ""]
+    lines += ["| exercise | notebook | passed | wrong | not attempted | error | timeout |"]
+    lines += ["|---|---|---|---|---|---|---|"]
+    by_exercise = collections.defaultdict(list)
+    for g in grades:
+        by_exercise[g.exercise].append(g)
+    order = [name for name in EXERCISES if name in by_exercise]
+    for name in order:
+        counts = collections.Counter(g.status for g in by_exercise[name])
+        lines.append(
+            f"| {name} | {EXERCISES[name].notebook} | {counts['passed']} of "
+            f"{len(by_exercise[name])} | " + " | ".join(str(counts[s]) for s in STATUSES[1:]) + " |"
+        )
+    lines += ["", "## Most common mistakes", ""]
+    for name in order:
+        hints = collections.Counter(g.mistake for g in by_exercise[name] if g.mistake)
+        for hint, count in hints.most_common(3):
+            lines.append(f"- **{name}** ({count} student{'s' if count > 1 else ''}): {hint}")
+    if skipped:
+        lines += ["", "## Skipped", ""] + [f"- {markdown(s)}" for s in skipped]
+    return "\n".join(lines) + "\n"
+
+
+# --- alike answers -----------------------------------------------------------------------------
+
+
+def normalised(source: str, name: str) -> str | None:
+    """The definition of `name` in `source` with names, docstrings, comments and layout made
+    uniform (what stays is the structure and the calls), or None if there is none to read."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    found = None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            found = node if node.name == name else found
+        elif isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == name for t in node.targets
+        ):
+            found = node.value
+    if found is None:
+        return None
+    renamed: dict[str, str] = {}
+
+    def rename(old: str) -> str:
+        return renamed.setdefault(old, f"v{len(renamed)}")
+
+    for node in ast.walk(found):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
+            if isinstance(getattr(body[0], "value", None), ast.Constant) and isinstance(
+                body[0].value.value, str
+            ):
+                node.body = body[1:] or [ast.Pass()]
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            node.name = rename(node.name)
+        elif isinstance(node, ast.Name):
+            node.id = rename(node.id)
+        elif isinstance(node, ast.arg):
+            node.arg = rename(node.arg)
+    return ast.unparse(found)
+
+
+def reference_source(name: str) -> str | None:
+    """The course's solution to exercise `name`, normalised."""
+    reference = EXERCISES[name].reference
+    try:
+        return normalised(inspect.getsource(reference), reference.__name__)
+    except (OSError, TypeError):
+        return None
+
+
+def alike(answers: dict[tuple[str, str], str], near: float = 0.9) -> list[str]:
+    """Pairs of students whose answers to one exercise are identical or nearly (normalised source,
+    similarity at least `near`), and answers that are the course's solution. `answers` maps
+    (student, exercise) to the normalised source of what they handed in."""
+    found = []
+    by_exercise = collections.defaultdict(dict)
+    for (student, name), source in answers.items():
+        by_exercise[name][student] = source
+    for name, sources in by_exercise.items():
+        solution = reference_source(name)
+        students = sorted(sources)
+        for student in students:
+            if sources[student] == solution:
+                found.append(
+                    f"{markdown(student)}, {name}: the course's own solution, word for word"
+                )
+        for i, a in enumerate(students):
+            for b in students[i + 1 :]:
+                if sources[a] == solution:
+                    continue
+                ratio = difflib.SequenceMatcher(None, sources[a], sources[b]).ratio()
+                if ratio >= near:
+                    kind = "identical" if sources[a] == sources[b] else f"{ratio:.0%} alike"
+                    found.append(f"{markdown(a)} and {markdown(b)}, {name}: {kind}")
+    return found

@@ -1,0 +1,294 @@
+"""Run a student's code where it can harm nothing: a bubblewrap sandbox with limits.
+
+`vitcourse.grade` runs each submitted notebook, and then each exercise's answer, through `run`:
+
+- **The sandbox** (Linux, Debian's `bubblewrap`): new namespaces for everything (`--unshare-all`:
+  no network, its own process ids), no capabilities, a cleared environment, its own session, and
+  killed with the grader (`--die-with-parent`). It sees, read-only, only the Python interpreter,
+  the virtual environment, the `vitcourse` package (or a copy of it, see `vitcourse.grade`), the
+  course's `data/` when asked, the files it is given, and a made-up `/etc/passwd`; it writes only
+  to a private, size-limited `/tmp` (its HOME too) and to the one folder it is given, which the
+  grader reads afterwards. Never the teacher's home, the solutions, or the other submissions.
+- **Limits**, for all its processes together, watched from outside every 0.2 s: wall time, memory
+  (resident, summed over its processes), number of processes and the size of its output folder.
+  Each process also gets kernel limits that stop a single runaway at once: address space (the
+  memory limit plus `VIRTUAL_ROOM_GB`), file size, no core files, and a number of processes (which Linux does not apply to root).
+- **Without bubblewrap** (`sandbox=False`, the grader's `--no-sandbox`), the same command runs as
+  the teacher with the same limits and nothing else: see `EXPOSED`.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import vitcourse
+
+EXPOSED = (
+    "without a sandbox the students' code runs as you: it can read and change your files (your "
+    "home, the solutions, the other submissions, the installed vitcourse package), use the "
+    "network, and leave processes behind; only the time, memory and output limits apply"
+)
+POLL_SECONDS = 0.2
+INSIDE = Path("/grading")
+# Address space a process may map beyond the memory limit: torch's libraries reserve gigabytes
+# they never use. The memory limit itself is on resident memory, summed over the processes.
+VIRTUAL_ROOM_GB = 8  # where a sandbox finds its files (`in/`) and its output folder (`out/`)
+
+
+@dataclass(frozen=True)
+class Box:
+    """What one sandboxed command may use."""
+
+    seconds: float  # wall time
+    memory_gb: float = 8  # resident memory of all its processes together
+    processes: int = 64
+    output_mb: float = 256  # its output folder, and any one file it writes
+    tmp_mb: float = 512  # its private /tmp (HOME included)
+    data: bool = False  # read the course's data folder (a notebook does; an answer does not)
+    package: Path | None = None  # a copy of `vitcourse` to use instead of the installed one
+
+
+@dataclass(frozen=True)
+class Ran:
+    """How a sandboxed command ended: its exit code, its last error lines, and the limit it
+    broke, if any ("time", "memory", "processes" or "output")."""
+
+    returncode: int
+    stderr: str
+    broke: str | None = None
+
+
+def bubblewrap() -> str | None:
+    """Why the sandbox cannot run here, or None when it can (bubblewrap installed and working)."""
+    if not sys.platform.startswith("linux"):
+        return f"the sandbox needs Linux and bubblewrap; this is {sys.platform}"
+    if shutil.which("bwrap") is None:
+        return "bubblewrap is not installed (Debian/Ubuntu: sudo apt install bubblewrap)"
+    tried = subprocess.run(
+        ["bwrap", "--unshare-all", "--ro-bind", "/", "/", "true"], capture_output=True, text=True
+    )
+    if tried.returncode != 0:
+        last = (tried.stderr.strip().splitlines() or ["no message"])[-1]
+        return f"bubblewrap cannot make a sandbox here ({last})"
+    return None
+
+
+def _read_only_roots() -> list[Path]:
+    """The interpreter and the virtual environment: what `python -m vitcourse...` needs."""
+    roots = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve()}
+    roots |= {Path(p) for p in ("/usr", "/lib", "/lib64", "/bin", "/etc/ld.so.cache", "/etc/fonts")}
+    return sorted(p for p in roots if p.exists())
+
+
+def package_dir() -> Path:
+    return Path(vitcourse.__file__).resolve().parent
+
+
+# Run `python -m MODULE ARGS` with the package at PATH found before any installed one (an editable
+# install's finder comes before PYTHONPATH, so the path finder goes first).
+_PRELUDE = (
+    "import importlib.machinery, runpy, sys\n"
+    "sys.path.insert(0, sys.argv.pop(1))\n"
+    "sys.meta_path.insert(0, importlib.machinery.PathFinder)\n"
+    "module = sys.argv.pop(1)\n"
+    "runpy.run_module(module, run_name='__main__', alter_sys=True)\n"
+)
+
+
+def with_package(command: list[str], package: Path) -> list[str]:
+    """`[python, "-m", module, *args]` run with the `vitcourse` copy at `package` in place of the
+    installed one (without a sandbox, where nothing can be mounted over it)."""
+    python, flag, module, *args = command
+    assert flag == "-m", command
+    return [python, "-c", _PRELUDE, str(package.parent), module, *args]
+
+
+def _bwrap(
+    command: list[str], box: Box, given: Path, out: Path, passwd: Path, env: dict
+) -> list[str]:
+    args = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    args += ["--uid", "1000", "--gid", "1000"]  # not the teacher, even where the grader is root
+    args += ["--clearenv", "--proc", "/proc", "--dev", "/dev"]
+    for root in _read_only_roots():
+        if root.is_symlink():
+            args += ["--symlink", os.readlink(root), str(root)]
+        else:
+            args += ["--ro-bind", str(root), str(root)]
+    args += ["--ro-bind", str(box.package or package_dir()), str(package_dir())]
+    if box.data:
+        from vitcourse.environment import default_root
+
+        args += ["--ro-bind", str(default_root().resolve()), str(default_root().resolve())]
+    args += ["--size", str(int(box.tmp_mb * 2**20)), "--tmpfs", "/tmp", "--dir", "/tmp/home"]
+    args += ["--dir", "/tmp/work", "--ro-bind", str(passwd), "/etc/passwd"]
+    args += ["--ro-bind", str(given), str(INSIDE / "in"), "--bind", str(out), str(INSIDE / "out")]
+    env = dict(env, HOME="/tmp/home", PATH=f"{Path(sys.executable).parent}:/usr/bin:/bin")
+    env |= {"TMPDIR": "/tmp", "LANG": "C.UTF-8"}
+    for name, value in env.items():
+        args += ["--setenv", name, value]
+    return args + ["--chdir", "/tmp/work", "--", *command]
+
+
+def _limit(box: Box):
+    """Kernel limits for the sandbox's first process, inherited by all it starts."""
+
+    def apply() -> None:
+        memory = int((box.memory_gb + VIRTUAL_ROOM_GB) * 2**30)
+        size = int(box.output_mb * 2**20)
+        for which, value in (
+            (resource.RLIMIT_AS, memory),
+            (resource.RLIMIT_FSIZE, size),
+            (resource.RLIMIT_CORE, 0),
+            (resource.RLIMIT_NPROC, _processes_of_this_user() + box.processes),
+        ):
+            try:
+                resource.setrlimit(which, (value, value))
+            except (ValueError, OSError):
+                pass
+
+    return apply
+
+
+def _processes_of_this_user() -> int:
+    uid = os.getuid()
+    return sum(1 for p in Path("/proc").iterdir() if p.name.isdigit() and _owner(p) == uid)
+
+
+def _owner(path: Path) -> int | None:
+    try:
+        return path.stat().st_uid
+    except OSError:
+        return None
+
+
+def _tree(root: int) -> list[int]:
+    """`root` and every process descended from it, from /proc."""
+    parents: dict[int, list[int]] = {}
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            stat = (p / "stat").read_text()
+        except OSError:
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        parents.setdefault(parent, []).append(int(p.name))
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo += parents.get(pid, [])
+    return found
+
+
+def _resident_bytes(pids: list[int]) -> int:
+    total = 0
+    for pid in pids:
+        try:
+            total += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * os.sysconf(
+                "SC_PAGE_SIZE"
+            )
+        except (OSError, IndexError, ValueError):
+            pass
+    return total
+
+
+def folder_bytes(folder: Path) -> int:
+    """The size of the files under `folder`, links not followed."""
+    total = 0
+    for directory, _, files in os.walk(folder):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(directory, name)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def _kill(process: subprocess.Popen) -> None:
+    """Stop the command and everything it started (in a sandbox, killing bubblewrap ends its
+    process namespace, and so every process in it)."""
+    for pid in reversed(_tree(process.pid)):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    process.wait()
+
+
+def run(
+    command: list[str],
+    given: Path,
+    out: Path,
+    box: Box,
+    sandbox: bool = True,
+    env: dict | None = None,
+) -> Ran:
+    """Run `command` (a `python -m ...` line) with `given` readable and `out` writable, under
+    `box`'s limits. In the sandbox they are `/grading/in` and `/grading/out`; without it the
+    command gets their real paths in place of those two (it should take them as arguments)."""
+    out.mkdir(parents=True, exist_ok=True)
+    out.chmod(0o777)  # the sandbox's user is not the folder's owner (its parent is private)
+    env = dict(env or {}, MPLBACKEND="Agg", CUDA_VISIBLE_DEVICES="", PYTHONDONTWRITEBYTECODE="1")
+    with tempfile.TemporaryDirectory(prefix="vitcourse-box-") as tmp:
+        if sandbox:
+            passwd = Path(tmp) / "passwd"
+            passwd.write_text("student:x:1000:1000:student:/tmp/home:/bin/false\n")
+            full = _bwrap(command, box, given, out, passwd, env)
+            cwd, process_env = tmp, {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+        else:
+            full = [str(given) if a == str(INSIDE / "in") else a for a in command]
+            full = [str(out) if a == str(INSIDE / "out") else a for a in full]
+            cwd, process_env = tmp, dict(os.environ, **env)
+            if box.package is not None:  # the copy found first: no protection, only the same code
+                full = with_package(full, box.package)
+        with open(Path(tmp) / "stderr", "w+b") as errors:  # a file: a pipe could fill and block
+            process = subprocess.Popen(
+                full,
+                cwd=cwd,
+                env=process_env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=errors,
+                start_new_session=True,  # its own process group, killed as one
+                preexec_fn=_limit(box),
+            )
+            broke = _watch(process, box, out)
+            errors.seek(max(0, errors.seek(0, os.SEEK_END) - 20_000))
+            stderr = errors.read().decode(errors="replace")
+    return Ran(process.returncode, stderr, broke)
+
+
+def _watch(process: subprocess.Popen, box: Box, out: Path) -> str | None:
+    """Poll the command until it ends; kill it all when it breaks a limit, and say which."""
+    deadline = time.monotonic() + box.seconds
+    while process.poll() is None:
+        pids = _tree(process.pid)
+        broke = None
+        if time.monotonic() > deadline:
+            broke = "time"
+        elif _resident_bytes(pids) > box.memory_gb * 2**30:
+            broke = "memory"
+        elif len(pids) > box.processes:
+            broke = "processes"
+        elif folder_bytes(out) > box.output_mb * 2**20:
+            broke = "output"
+        if broke:
+            _kill(process)
+            return broke
+        time.sleep(POLL_SECONDS)
+    _kill(process)  # anything it left behind (without a sandbox; with one, nothing is left)
+    return None
