@@ -115,11 +115,13 @@ def need(module: str, install: str = "pip install -r requirements-extras.txt"):
 
 
 def need_sandbox() -> None:
-    """The grader's sandbox (Linux with bubblewrap): skip without it, except under CI, where
-    .ci/run installs bubblewrap and its absence fails the test."""
+    """The grader's sandbox (Linux with bubblewrap) and cloudpickle: skip without them, except
+    under CI, where .ci/run installs both and their absence fails the test."""
     import os
 
     from vitcourse import sandbox
+
+    need("cloudpickle", "pip install -r requirements-teachers.txt")
 
     why = sandbox.bubblewrap()
     if why is None:

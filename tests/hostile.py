@@ -130,7 +130,7 @@ def patchify(images, patch_size):
     # A child in a session of its own, meant to outlive the grader and rewrite the grades.
     "orphan": """
 import subprocess, sys
-subprocess.Popen([sys.executable, "-c", "import time, sys; time.sleep(20); open('{out}/grades.csv', 'w').write('owned')", "vitcourse-orphan"], start_new_session=True)
+subprocess.Popen([sys.executable, "-c", "import time, sys; time.sleep(90); open('{out}/grades.csv', 'w').write('owned')", "vitcourse-orphan"], start_new_session=True)
 def patchify(images, patch_size):
     return images
 """,

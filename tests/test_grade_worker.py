@@ -13,7 +13,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tests.conftest import need_sandbox
+from tests.conftest import need, need_sandbox
 from vitcourse import grading, sandbox
 from vitcourse.grade_worker import _defined, _definition
 from vitcourse.grading import Limits
@@ -283,3 +283,19 @@ def test_every_solution_can_be_removed(tmp_path, name):
     command = sandbox.with_package([sys.executable, "-m", "probe"], copy)
     done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True)
     assert done.stdout.strip() == "removed", done.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_without_the_sandbox_the_same_verdicts(tmp_path):
+    """--no-sandbox: the same two steps as the teacher's own processes (the answer still runs with
+    the copy of the package that lacks its solution, and is judged here)."""
+    need("cloudpickle", "pip install -r requirements-teachers.txt")
+    wrapped = "from vitcourse import patching\nunpatchify = patching.unpatchify\n"
+    data = _notebook(RIGHT_PATCHIFY, wrapped)
+    graded = grading.grade_notebook(
+        "ada", "01_patches", data, tmp_path, Limits(), use_sandbox=False, work=tmp_path
+    )
+    assert [(g.status, g.hint[:24]) for g in graded] == [
+        ("passed", ""),
+        ("not attempted", "unpatchify uses the cour"),
+    ]

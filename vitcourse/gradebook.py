@@ -199,10 +199,14 @@ def normalised(source: str, name: str) -> str | None:
             found = node.value
     if found is None:
         return None
-    renamed: dict[str, str] = {}
+    bound = {node.arg for node in ast.walk(found) if isinstance(node, ast.arg)}
+    bound |= {
+        n.id for n in ast.walk(found) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
+    renamed: dict[str, str] = {}  # the answer's own names, in order; torch, F, range stay
 
     def rename(old: str) -> str:
-        return renamed.setdefault(old, f"v{len(renamed)}")
+        return renamed.setdefault(old, f"v{len(renamed)}") if old in bound else old
 
     for node in ast.walk(found):
         body = getattr(node, "body", None)
@@ -212,7 +216,7 @@ def normalised(source: str, name: str) -> str | None:
             ):
                 node.body = body[1:] or [ast.Pass()]
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            node.name = rename(node.name)
+            node.name = "answer" if node is found else node.name
         elif isinstance(node, ast.Name):
             node.id = rename(node.id)
         elif isinstance(node, ast.arg):
@@ -229,28 +233,39 @@ def reference_source(name: str) -> str | None:
         return None
 
 
+def _root(group: dict[str, str], s: str) -> str:
+    while group[s] != s:
+        s = group[s]
+    return s
+
+
 def alike(answers: dict[tuple[str, str], str], near: float = 0.9) -> list[str]:
-    """Pairs of students whose answers to one exercise are identical or nearly (normalised source,
-    similarity at least `near`), and answers that are the course's solution. `answers` maps
-    (student, exercise) to the normalised source of what they handed in."""
+    """Groups of students whose answers to one exercise are identical or nearly so (normalised
+    source, similarity at least `near`, linked in chains), and answers that are the course's
+    solution word for word. `answers` maps (student, exercise) to the normalised source of what
+    they handed in."""
     found = []
     by_exercise = collections.defaultdict(dict)
     for (student, name), source in answers.items():
         by_exercise[name][student] = source
-    for name, sources in by_exercise.items():
-        solution = reference_source(name)
-        students = sorted(sources)
-        for student in students:
-            if sources[student] == solution:
-                found.append(
-                    f"{markdown(student)}, {name}: the course's own solution, word for word"
-                )
+    for name in (n for n in EXERCISES if n in by_exercise):
+        sources, solution = by_exercise[name], reference_source(name)
+        students = sorted(s for s in sources if sources[s] != solution)
+        found += [
+            f"{name}: {markdown(s)}'s answer is the course's own solution, word for word"
+            for s in sorted(sources) if sources[s] == solution
+        ]  # fmt: skip
+        group = {s: s for s in students}  # union-find over "alike" pairs
         for i, a in enumerate(students):
             for b in students[i + 1 :]:
-                if sources[a] == solution:
-                    continue
-                ratio = difflib.SequenceMatcher(None, sources[a], sources[b]).ratio()
-                if ratio >= near:
-                    kind = "identical" if sources[a] == sources[b] else f"{ratio:.0%} alike"
-                    found.append(f"{markdown(a)} and {markdown(b)}, {name}: {kind}")
+                if difflib.SequenceMatcher(None, sources[a], sources[b]).ratio() >= near:
+                    group[_root(group, b)] = _root(group, a)
+        clusters = collections.defaultdict(list)
+        for s in students:
+            clusters[_root(group, s)].append(s)
+        for members in clusters.values():
+            if len(members) > 1:
+                same = len({sources[s] for s in members}) == 1
+                kind = "identical" if same else f"at least {near:.0%} alike, in a chain"
+                found.append(f"{name}: {', '.join(markdown(s) for s in members)} ({kind})")
     return found

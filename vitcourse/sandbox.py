@@ -138,6 +138,14 @@ def _bwrap(
     return args + ["--chdir", "/tmp/work", "--", *command]
 
 
+def _outside(arg: str, given: Path, out: Path) -> str:
+    """An argument naming /grading/in or /grading/out (or a file in them), with their real paths."""
+    for inside, real in ((INSIDE / "in", given), (INSIDE / "out", out)):
+        if arg == str(inside) or arg.startswith(f"{inside}/"):
+            return str(real) + arg[len(str(inside)) :]
+    return arg
+
+
 def _limit(box: Box):
     """Kernel limits for the sandbox's first process, inherited by all it starts."""
 
@@ -250,8 +258,7 @@ def run(
             full = _bwrap(command, box, given, out, passwd, env)
             cwd, process_env = tmp, {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
         else:
-            full = [str(given) if a == str(INSIDE / "in") else a for a in command]
-            full = [str(out) if a == str(INSIDE / "out") else a for a in full]
+            full = [_outside(a, given, out) for a in command]
             cwd, process_env = tmp, dict(os.environ, **env)
             if box.package is not None:  # the copy found first: no protection, only the same code
                 full = with_package(full, box.package)
