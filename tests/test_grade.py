@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import need_sandbox
+from tests.conftest import need, need_sandbox
 from vitcourse import checks, grade, gradebook
 from vitcourse.student import student_notebook
 
@@ -273,3 +273,19 @@ def test_the_class_gets_feedback_and_a_summary(graded_class):
     executed = json.loads((out / "executed" / "ada" / "01_patches.ipynb").read_text())
     assert any(c.get("outputs") for c in executed["cells"])
     assert not any("__vitcourse_defs__" in _source(c) for c in executed["cells"])
+
+
+def test_without_a_sandbox_the_grader_refuses_unless_told(tmp_path, monkeypatch, capsys):
+    from vitcourse import sandbox
+
+    need("cloudpickle", "pip install -r requirements-teachers.txt")
+    monkeypatch.setattr(sandbox, "bubblewrap", lambda: "bubblewrap is not installed")
+    (tmp_path / "subs").mkdir()
+    with pytest.raises(SystemExit) as stopped:
+        grade.main([str(tmp_path / "subs"), "--out", str(tmp_path / "out")])
+    assert stopped.value.code == 2
+    said = capsys.readouterr().err
+    assert "bubblewrap is not installed" in said and "--no-sandbox grades without one" in said
+    assert "read and change your files" in said
+    grade.main([str(tmp_path / "subs"), "--out", str(tmp_path / "out"), "--no-sandbox"])
+    assert "warning: no sandbox" in capsys.readouterr().err

@@ -287,8 +287,8 @@ def main(argv: list[str] | None = None) -> None:
         )
     missing = sandbox.bubblewrap()
     if missing and not args.no_sandbox:
-        parser.exit(2, f"error: {missing}.\nThe grader runs students' code only in a sandbox; "
-                    "--no-sandbox grades without one, where " + sandbox.EXPOSED + ".\n")  # fmt: skip
+        parser.exit(2, f"error: {missing}.\nThe grader runs students' code only in a sandbox. "
+                    f"--no-sandbox grades without one, and then {sandbox.EXPOSED}.\n")  # fmt: skip
     if args.no_sandbox:
         print(f"warning: no sandbox: {sandbox.EXPOSED}.", file=sys.stderr)
     try:
