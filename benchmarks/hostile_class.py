@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.hostile import SECRET, write_hostile_class  # noqa: E402
+from tests.hostile import SECRET, grade_command, write_hostile_class  # noqa: E402
 from tests.test_grade_sandbox import Listener, _files_under, _processes_with  # noqa: E402
 
 
@@ -33,20 +33,8 @@ def grade(root: Path, sandboxed: bool) -> dict:
     listener = Listener()
     subs = write_hostile_class(root / "submissions", home, listener.port, out, write_package=False)
     before = _files_under(subs) | _files_under(home)
-    command = [
-        sys.executable,
-        "-m",
-        "vitcourse.grade",
-        "submissions",
-        "--out",
-        "out",
-        "--jobs",
-        "2",
-    ]
-    command += ["--timeout", "150", "--cell-timeout", "6", "--check-timeout", "10", "--memory", "3"]
-    command += [] if sandboxed else ["--no-sandbox"]
     start = time.monotonic()
-    done = subprocess.run(command, cwd=root, env=dict(os.environ, HOME=str(home)),
+    done = subprocess.run(grade_command(sandboxed), cwd=root, env=dict(os.environ, HOME=str(home)),
                           capture_output=True, text=True)  # fmt: skip
     seconds = time.monotonic() - start
     left_behind = len(_processes_with("vitcourse-orphan"))

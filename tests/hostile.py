@@ -10,6 +10,7 @@ the secret out: into its outputs and errors, to a listener on 127.0.0.1, into HO
 import json
 import os
 import re
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -195,3 +196,11 @@ def write_hostile_class(
         _replace(nb03, "MultiHeadSelfAttention", subclass), subs / "subclass" / "03_attention.ipynb"
     )
     return subs
+
+
+def grade_command(sandboxed: bool = True) -> list[str]:
+    """How the test and the benchmark grade the class (run in the folder above `submissions`):
+    two at once, short limits, 3 GB of memory a notebook (the hog takes 3.6 GB)."""
+    command = [sys.executable, "-m", "vitcourse.grade", "submissions", "--out", "out"]
+    command += ["--jobs", "2", "--timeout", "150", "--cell-timeout", "6", "--check-timeout", "10"]
+    return command + ["--memory", "3"] + ([] if sandboxed else ["--no-sandbox"])

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import need_sandbox
-from tests.hostile import SECRET, write_hostile_class
+from tests.hostile import SECRET, grade_command, write_hostile_class
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -83,22 +83,12 @@ def hostile(tmp_path_factory):
     subs = write_hostile_class(root / "submissions", home, listener.port, root / "out")
     package = _files_under(ROOT / "vitcourse")
     before = {**_files_under(subs), **_files_under(home)}
-    env = dict(os.environ, HOME=str(home), VITCOURSE_SECRET_PORT=str(listener.port))
-    command = [
-        sys.executable,
-        "-m",
-        "vitcourse.grade",
-        "submissions",
-        "--out",
-        "out",
-        "--jobs",
-        "2",
-    ]
-    command += ["--timeout", "150", "--cell-timeout", "6", "--check-timeout", "10", "--memory", "3"]
+    env = dict(os.environ, HOME=str(home))
     start = time.monotonic()
-    done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=1500)
+    done = subprocess.run(
+        grade_command(), cwd=root, env=env, capture_output=True, text=True, timeout=1500
+    )
     seconds = time.monotonic() - start
-    time.sleep(3)  # a process left behind would act now
     listener.stop()
     with open(root / "out" / "grades.csv", newline="") as f:
         rows = list(csv.DictReader(f))

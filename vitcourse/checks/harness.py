@@ -67,14 +67,6 @@ class WeightsMismatch(CheckFailed):
         )
 
 
-def call(fn: Callable, *args, **kwargs):
-    """Call the learner's `fn`; an exercise that is still open raises `NotWritten`."""
-    try:
-        return fn(*args, **kwargs)
-    except NotImplementedError as e:
-        raise NotWritten from e
-
-
 def fail(problem: str, hint: str = ""):
     raise CheckFailed(problem, hint)
 
