@@ -55,16 +55,20 @@ def test_attention_rollout_mistakes(fn, hint):
 # --- notebook 08: translation equivariance -----------------------------------------------------
 
 
-def _equivariance(shift_features=True, dims=-1, border=True, relative=True):
+def _equivariance(
+    shift_features=True, dims=-1, border=True, relative=True, whole_denominator=False, by="a"
+):
     def equivariance_error(features, image, shift, border_columns):
         a = features(image)
         if shift_features:
             a = torch.roll(a, shift, dims=dims)
         b = features(torch.roll(image, shift, dims=dims))
+        whole = {"a": a, "b": b}[by]
         if border:
             a, b = a[..., border_columns:-border_columns], b[..., border_columns:-border_columns]
         error = (a - b).norm()
-        return (error / a.norm() if relative else error).item()
+        below = whole if whole_denominator else {"a": a, "b": b}[by]
+        return (error / below.norm() if relative else error).item()
 
     return equivariance_error
 
@@ -84,12 +88,21 @@ def test_equivariance_check_accepts_good_answers():
         (_equivariance(dims=-2), "shift along the width"),
         (_equivariance(border=False), "leave out `border` columns"),
         (_equivariance(relative=False), "make it relative"),
+        (_equivariance(whole_denominator=True), "leave the border out of the denominator too"),
+        (_equivariance(by="b"), "not of the features of the shifted image"),
         (lambda f, x, s, b: "small", "should return one number"),
     ],
 )
 def test_equivariance_mistakes(fn, hint):
     with pytest.raises(AssertionError, match=hint):
         checks.check_equivariance_error(fn)
+
+
+def test_a_wrong_number_is_called_a_number_not_a_shape():
+    with pytest.raises(AssertionError) as failed:
+        checks.check_equivariance_error(_equivariance(relative=False))
+    assert "the shape is right" not in str(failed.value)
+    assert "which is not the right value" in str(failed.value)
 
 
 def test_the_verdicts_hold_for_another_seed():

@@ -12,7 +12,7 @@ import torch
 from IPython.core.interactiveshell import InteractiveShell
 
 from vitcourse import checks, patching
-from vitcourse.attention import scaled_dot_product_attention
+from vitcourse.attention import MultiHeadSelfAttention, scaled_dot_product_attention
 from vitcourse.checks.harness import CheckFailed
 from vitcourse.patching import patchify
 
@@ -185,6 +185,51 @@ def test_progress_lists_what_the_checks_recorded(tmp_path, monkeypatch, capsys):
     with pytest.raises(AssertionError, match="patchify is not written yet"):
         checks.assert_written("patchify", patching.patchify)
     checks.assert_written("patchify", my_patchify)
+
+
+def teachers_patchify(images, patch_size):  # as the teacher's copy of notebook 01 holds it
+    ### BEGIN SOLUTION
+    return patching.patchify(images, patch_size)
+    ### END SOLUTION
+
+
+class TeachersAttention(MultiHeadSelfAttention):  # a class: the markers sit in a method
+    def forward(self, x):
+        ### BEGIN SOLUTION
+        return super().forward(x)
+        ### END SOLUTION
+
+
+def test_the_teachers_solutions_are_not_the_learners_progress(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("VITCOURSE_PROGRESS", str(tmp_path / "progress.json"))
+    assert checks.check_patchify(teachers_patchify) is teachers_patchify
+    assert (
+        "correct (the solution in the teacher's copy: not your progress)" in capsys.readouterr().out
+    )
+    assert checks.check_multi_head_attention(TeachersAttention) is TeachersAttention
+    assert set(checks.exercise_results().values()) == {"not run yet"}
+    checks.check_patchify(my_patchify)  # the learner's own answer is recorded
+    assert checks.exercise_results()["patchify"] == "passed"
+
+
+def test_progress_of_one_notebook_lists_its_exercises_and_sums_up_the_rest(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setenv("VITCOURSE_PROGRESS", str(tmp_path / "progress.json"))
+    checks.check_patchify(my_patchify)
+    checks.check_attention(lambda q, k, v: scaled_dot_product_attention(q, k, v))
+    capsys.readouterr()
+    checks.progress("01")
+    lines = capsys.readouterr().out.splitlines()
+    others = len(checks.EXERCISES) - 2
+    assert lines == [
+        "01_patches",
+        "  ✓ patchify: passed",
+        "  · unpatchify: not run yet",
+        f"the rest of the course: 1 of {others} exercises passed (progress() lists them all)",
+    ]
+    with pytest.raises(ValueError, match="no exercises in notebook '42'"):
+        checks.progress("42")
 
 
 def test_progress_survives_a_damaged_file(tmp_path, monkeypatch):

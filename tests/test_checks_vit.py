@@ -2,6 +2,8 @@
 The wrong answers are written the way a learner would write them, not copied from the
 checks' own simulations."""
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -61,6 +63,33 @@ def test_parameter_count_check():
         checks.check_parameter_count(lambda c: count_parameters(c) - (2 * c.depth + 1) * 2 * c.dim)
     with pytest.raises(AssertionError, match="count each piece"):
         checks.check_parameter_count(lambda c: 12345)
+
+
+def _ignoring(config, **fields):
+    """count_parameters as if the config's switch were at its default: the mistake to catch."""
+    return count_parameters(dataclasses.replace(config, **fields))
+
+
+@pytest.mark.parametrize(
+    "count, said",
+    [
+        (lambda c: _ignoring(c, qkv_bias=True), r"(?s)more than the model has.*qkv_bias=False"),
+        (lambda c: _ignoring(c, pos_embed="learned"), r"(?s)more than the model has.*sin-cos"),
+    ],
+    ids=["qkv_bias ignored", "pos_embed ignored"],
+)
+def test_a_count_that_ignores_a_switch_is_caught_and_named(count, said):
+    # The instructions mention both switches; a count that always adds them is wrong for a
+    # config without them, and the check says which one and that the count is too high.
+    with pytest.raises(AssertionError, match=said):
+        checks.check_parameter_count(count)
+
+
+def test_the_distance_reads_as_too_few_or_too_many():
+    with pytest.raises(AssertionError, match=r"gives [\d,]+: 24 fewer than the model has"):
+        checks.check_parameter_count(lambda c: count_parameters(c) - 24)
+    with pytest.raises(AssertionError, match=r"24 more than the model has"):
+        checks.check_parameter_count(lambda c: count_parameters(c) + 24)
 
 
 def test_the_verdicts_hold_for_another_seed():

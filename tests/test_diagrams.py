@@ -72,3 +72,35 @@ def test_norm_placement_figure_puts_the_norms_where_they_belong():
     assert pre == ["LayerNorm", "attention", "+", "LayerNorm", "MLP", "+"]  # norm before each
     assert post == ["attention", "+", "LayerNorm", "MLP", "+", "LayerNorm"]  # norm after each
     assert all(len(ax.lines) == 2 for ax in fig.axes)  # two residual paths in each block
+
+
+@pytest.mark.parametrize("dataset", ["fashion-mnist", "cifar10"])
+def test_the_map_shows_the_models_own_sizes_and_the_notebooks(dataset):
+    from vitcourse.diagrams import model_map_figure
+
+    config = preset_for(dataset)
+    model = VisionTransformer(config).eval()
+    image = torch.rand(config.in_channels, config.image_size, config.image_size)
+    with torch.no_grad():
+        tokens = model.embed(image[None])  # (1, T, D)
+    fig = model_map_figure(config, image, "a label")
+    drawn = "\n".join(texts(fig))
+    T, D = tokens.shape[1], tokens.shape[2]
+    assert f"{T} tokens × {D}" in drawn and f"{T} × {D} in, {T} × {D} out" in drawn
+    assert f"N = {config.num_patches} patches" in drawn
+    assert f"{config.depth} blocks" in drawn and f"{config.num_heads} heads" in drawn
+    assert "→ a label" in drawn
+    for step in ("01 ·", "02 ·", "03-04 ·", "05 ·", "06 ·"):  # every notebook's step is on it
+        assert step in drawn, step
+    shown_patches = len(fig.axes[0].images) - 1  # the image, then one picture per patch drawn
+    # 16 patches or fewer are all drawn; 64 as 12, "…", the last two
+    assert shown_patches == (config.num_patches if config.num_patches <= 16 else 14)
+
+
+def test_the_map_refuses_what_it_cannot_draw():
+    from vitcourse.diagrams import model_map_figure
+
+    with pytest.raises(ValueError, match=r"expected an image of shape \(1, 28, 28\)"):
+        model_map_figure(preset_for("fashion-mnist"), torch.rand(3, 32, 32))
+    with pytest.raises(ValueError, match="conv stem"):
+        model_map_figure(PRESETS["course-28/conv"], torch.rand(1, 28, 28))

@@ -24,7 +24,9 @@ _COLOURS = {
 }
 
 
-def _box(ax, x: float, y: float, w: float, h: float, lines: list[str], kind: str) -> None:
+def _box(
+    ax, x: float, y: float, w: float, h: float, lines: list[str], kind: str, size: float = 8.5
+) -> None:
     ax.add_patch(
         FancyBboxPatch(
             (x - w / 2, y - h / 2),
@@ -37,11 +39,11 @@ def _box(ax, x: float, y: float, w: float, h: float, lines: list[str], kind: str
         )
     )
     first, *rest = lines
-    bold = {"ha": "center", "va": "center", "fontsize": 8.5, "fontweight": "bold"}
+    bold = {"ha": "center", "va": "center", "fontsize": size, "fontweight": "bold"}
     ax.text(x, y + (0.28 * h if rest else 0), first, **bold)
     if rest:
         below = "\n".join(rest)
-        ax.text(x, y - 0.1 * h, below, ha="center", va="center", fontsize=7.5, linespacing=1.3)
+        ax.text(x, y - 0.1 * h, below, ha="center", va="center", fontsize=size - 1, linespacing=1.3)
 
 
 def _arrow(ax, start: tuple[float, float], end: tuple[float, float]) -> None:
@@ -49,18 +51,25 @@ def _arrow(ax, start: tuple[float, float], end: tuple[float, float]) -> None:
 
 
 def _chain(
-    ax, steps: list[tuple[list[str], str]], y: float, width: float, gap: float, height: float = 1.1
+    ax,
+    steps: list[tuple[list[str], str]],
+    y: float,
+    width: float,
+    gap: float,
+    height: float = 1.1,
+    size: float = 8.5,
 ) -> None:
     """Boxes left to right, each (lines, kind), joined by arrows."""
     for i, (lines, kind) in enumerate(steps):
         x = i * (width + gap) + width / 2
-        _box(ax, x, y, width, height, lines, kind)
+        _box(ax, x, y, width, height, lines, kind, size)
         if i:
             _arrow(ax, (x - width / 2 - gap, y), (x - width / 2, y))
 
 
 def _canvas(width: float, height: float, figsize: tuple[float, float]):
     fig, ax = plt.subplots(figsize=figsize)
+    fig.subplots_adjust(left=0.01, right=0.99, bottom=0.02, top=0.88)  # the drawing fills it
     ax.set_xlim(-0.2, width + 0.2)
     ax.set_ylim(-height / 2, height / 2)
     ax.set_aspect("equal")
@@ -105,15 +114,15 @@ def architecture_figure(config: ViTConfig, image: torch.Tensor | None = None) ->
         (["LayerNorm, pool", f"{D}", pooled, "(nb 05)"], "op"),
         (["head", f"{c.num_classes}", "class scores", "(linear)"], "layer"),
     ]
-    width, gap, height = 1.75, 0.35, 1.6
+    width, gap, height = 2.3, 0.3, 1.6
     total = len(steps) * (width + gap) - gap
     height_units = 3.0 if image is None else 4.8
-    fig, ax = _canvas(total, height_units, figsize=(0.95 * total, 0.95 * height_units))
-    _chain(ax, steps, -0.7 if image is not None else 0.0, width, gap, height)
+    fig, ax = _canvas(total, height_units, figsize=(0.8 * total, 0.8 * height_units))
+    _chain(ax, steps, -0.7 if image is not None else 0.0, width, gap, height, size=10.5)
     ax.set_title(
         f"the ViT, image to class scores: {c.num_patches} patches of {c.patch_size}×"
         f"{c.patch_size}, width {c.dim}, {c.depth} blocks (shapes for one image)",
-        fontsize=10,
+        fontsize=12,
     )
     if image is not None:  # the image itself, with its patch grid, above the first box
         inset = ax.inset_axes([0.2, 0.25, 1.35, 1.35], transform=ax.transData)
@@ -145,8 +154,8 @@ def attention_shapes_figure(tokens: int, dim: int, heads: int) -> plt.Figure:
     width, gap = 1.7, 0.35
     total = len(bottom) * (width + gap) - gap
     fig, ax = _canvas(total, 3.4, figsize=(10, 3.6))
-    _chain(ax, top, 0.85, width, gap)
-    _chain(ax, bottom, -0.85, width, gap)
+    _chain(ax, top, 0.85, width, gap, size=11)
+    _chain(ax, bottom, -0.85, width, gap, size=11)
     last_top = (len(top) - 1) * (width + gap) + width / 2
     _arrow(ax, (last_top, 0.3), (width / 2, -0.3))
     ax.set_title(
@@ -189,5 +198,144 @@ def norm_placement_figure() -> plt.Figure:
         "post-norm normalises it after every branch.",
         ha="center",
         fontsize=8,
+    )
+    return fig
+
+
+def model_map_figure(config: ViTConfig, image: torch.Tensor, label: str = "") -> plt.Figure:
+    """The course's map: one image through the whole ViT for `config`, drawn as the ViT paper's
+    Figure 1 draws it (patches, their embedding with the cls token and the positions, the encoder,
+    the head), with the notebook that builds each step and the sizes between the steps. `image` is
+    (C, H, W) with pixels in [0, 1]; `label`, if given, is written as the class it shows."""
+    c = config
+    if c.stem_channels:
+        raise ValueError("model_map_figure draws a pure ViT (patches); this config has a conv stem")
+    C, S, P, N, T, D = c.in_channels, c.image_size, c.patch_size, c.num_patches, c.num_tokens, c.dim
+    if tuple(image.shape) != (C, S, S):
+        raise ValueError(
+            f"expected an image of shape {(C, S, S)} for this config, got {tuple(image.shape)}"
+        )
+    shown = list(range(N)) if N <= 16 else [*range(12), None, N - 2, N - 1]  # None: "…"
+    step, x0 = 0.95, 5.0  # one token's column; the cls token's column (after the image)
+    xs = [x0 + (i + 1) * step for i in range(len(shown))]  # the patches' columns
+    columns = [x0, *xs]
+    bx = xs[-1] + 3.3  # the opened block's centre
+    fig, ax = plt.subplots(figsize=(14, 6.2))
+    ax.set_xlim(-0.3, bx + 2.3)
+    ax.set_ylim(-0.8, 10.2)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    note = {"va": "center", "fontsize": 12, "color": "#222222", "linespacing": 1.4}
+    picture = image.detach().cpu().permute(1, 2, 0).numpy()
+    picture = picture[..., 0] if C == 1 else picture
+
+    # 01: the image and its patches, in reading order.
+    side, low, grid = 2.8, 0.1, S // P
+    ax.imshow(picture, cmap="gray", extent=(1.0, 1.0 + side, low, low + side), vmin=0, vmax=1)
+    for k in range(grid + 1):
+        ax.plot([1.0 + k * side / grid] * 2, [low, low + side], color="tab:orange", linewidth=1.2)
+        ax.plot([1.0, 1.0 + side], [low + k * side / grid] * 2, color="tab:orange", linewidth=1.2)
+    ax.text(1.0 + side / 2, -0.3, f"{C} × {S} × {S} image", ha="center", va="center", fontsize=12)
+    _arrow(ax, (1.15 + side, 1.2), (xs[0] - 0.5, 1.2))
+    for x, n in zip(xs, shown, strict=True):
+        if n is None:
+            ax.text(x, 1.2, "…", ha="center", va="center", fontsize=14)
+            continue
+        row, col = divmod(n, grid)
+        patch = picture[row * P : (row + 1) * P, col * P : (col + 1) * P]
+        ax.imshow(patch, cmap="gray", vmin=0, vmax=1, extent=(x - 0.4, x + 0.4, 0.8, 1.6))
+        ax.text(x, 0.5, str(n), fontsize=10, ha="center", va="center")
+    cut = f"01 · cut into N = {N} patches of {P}×{P}×{C} = {P * P * C} numbers"
+    ax.text(xs[0] - 0.45, -0.3, cut, ha="left", **note)
+
+    # 02: the patch embedding, the cls token and the positions.
+    projection = f"02 · linear projection of each patch: {P * P * C} → {D} numbers"
+    _box(ax, (xs[0] + xs[-1]) / 2, 2.6, xs[-1] - xs[0] + 0.9, 0.7, [projection], "layer", 12)
+    for i, x in enumerate(columns):
+        if i and shown[i - 1] is None:
+            ax.text(x, 3.9, "…", ha="center", va="center", fontsize=14)
+            continue
+        if i:
+            _arrow(ax, (x, 1.65), (x, 2.23))
+            _arrow(ax, (x, 2.97), (x, 3.6))
+        token = FancyBboxPatch(
+            (x - 0.32, 3.62),
+            0.64,
+            0.56,
+            boxstyle="round,pad=0.02",
+            facecolor="#f4b6c2" if i == 0 else _COLOURS["data"],
+            edgecolor="#555555",
+        )
+        ax.add_patch(token)
+        if i == 0:
+            ax.text(x, 3.9, "cls", fontsize=10, ha="center", va="center")
+        ax.add_patch(plt.Circle((x + 0.3, 4.3), 0.22, facecolor="#c9b6e4", edgecolor="#555555"))
+        position = 0 if i == 0 else shown[i - 1] + 1
+        ax.text(x + 0.3, 4.3, str(position), fontsize=9, ha="center", va="center")
+    tokens = f"02 · + a cls token\n+ positions (circles):\n{T} tokens × {D}"
+    ax.text(x0 - 0.8, 4.1, tokens, ha="right", **note)
+
+    # 03-04: the encoder, L blocks.
+    encoder = [f"transformer encoder: {c.depth} blocks", f"{T} × {D} in, {T} × {D} out"]
+    _box(ax, (x0 + xs[-1]) / 2, 6.35, xs[-1] - x0 + 1.0, 1.2, encoder, "layer", 13)
+    for x in columns:
+        _arrow(ax, (x, 4.55), (x, 5.73))
+    looks = "03-04 · each token\nlooks at every other\n(attention), then\ngoes through an MLP"
+    ax.text(x0 - 0.8, 6.4, looks, ha="right", **note)
+
+    # 05: the head classifies the cls token's output.
+    _arrow(ax, (x0, 6.97), (x0, 8.23))
+    head = ["05 · head (LayerNorm, linear)", f"cls token: {D} → {c.num_classes} scores"]
+    _box(ax, x0 + 3.5, 8.75, 7.0, 1.0, head, "layer", 11.5)
+    answer = f"→ {label}" if label else f"→ one of {c.num_classes} classes"
+    ax.text(x0 + 7.2, 8.95, answer, ha="left", va="center", fontsize=14, fontweight="bold")
+    ax.text(x0 + 7.2, 8.4, "06 · train it;  07 · look inside", ha="left", **note)
+
+    # One block, opened: pre-norm, two residual lines.
+    names = [
+        ("LayerNorm", "op"),
+        (f"attention, {c.num_heads} heads", "layer"),
+        ("+", "op"),
+        ("LayerNorm", "op"),
+        (f"MLP {D}→{c.mlp_dim}→{D}", "layer"),
+        ("+", "op"),
+    ]
+    ys = [4.0 + 0.98 * i for i in range(len(names))]
+    frame = FancyBboxPatch(
+        (bx - 2.1, 3.4),
+        4.2,
+        5.95,
+        boxstyle="round,pad=0.05",
+        facecolor="none",
+        edgecolor="#999999",
+        linestyle="--",
+    )
+    ax.add_patch(frame)
+    ax.text(
+        bx,
+        9.7,
+        f"03-04 · one block (× {c.depth})",
+        ha="center",
+        va="center",
+        fontsize=13,
+        weight="bold",
+    )
+    for i, ((name, kind), y) in enumerate(zip(names, ys, strict=True)):
+        _box(ax, bx + 0.2, y, 0.55 if name == "+" else 3.5, 0.56, [name], kind, 10.5)
+        if i:
+            _arrow(ax, (bx + 0.2, ys[i - 1] + 0.3), (bx + 0.2, y - 0.3))
+    for start, add in ((0, 2), (3, 5)):  # the residual path round each branch
+        y0, y1 = ys[start] - 0.48, ys[add]
+        ax.plot(
+            [bx + 0.2, bx - 1.85, bx - 1.85, bx - 0.08], [y0, y0, y1, y1], color="tab:blue", lw=2
+        )
+    ax.text(
+        bx, 3.0, "blue: the residual path", ha="center", va="center", fontsize=11, color="tab:blue"
+    )
+    _arrow(ax, (xs[-1] + 0.55, 6.35), (bx - 2.15, 6.35))
+    ax.set_title(
+        f"The Vision Transformer, one notebook a step (after the ViT paper's Figure 1): "
+        f"{N} patches of {P}×{P}, width {D}, {c.depth} blocks of {c.num_heads} heads",
+        fontsize=13,
     )
     return fig

@@ -86,10 +86,11 @@ def draw_patch_grid(image: torch.Tensor, patch_size: int, ax=None, numbers: bool
                 (col + 0.5) * patch_size,
                 (row + 0.5) * patch_size,
                 str(n),
-                color="tab:orange",
+                color="white",  # on a dark label, readable on bright and dark patches alike
                 ha="center",
                 va="center",
                 fontsize=7,
+                bbox={"boxstyle": "round,pad=0.15", "facecolor": "black", "alpha": 0.6, "lw": 0},
             )
     ax.set_xticks([])
     ax.set_yticks([])

@@ -143,14 +143,26 @@ class check_equivariance_error:
                     lambda: relative(f_then_s, s_then_f, inner=(...,)),
                 ),
                 (
-                    "make it relative: divide the difference's norm by the norm of the features.",
+                    "make it relative: divide the difference's norm by the norm of the shifted "
+                    "features, over the same columns.",
                     lambda: (f_then_s - s_then_f)[..., 2:-2].norm().reshape(1),
+                ),
+                (
+                    "leave the border out of the denominator too: divide by the norm of the "
+                    "shifted features over the same inner columns, not over the whole width.",
+                    lambda: ((f_then_s - s_then_f)[..., 2:-2].norm() / f_then_s.norm()).reshape(1),
+                ),
+                (
+                    "divide by the norm of the shifted features (computed first, then shifted), "
+                    "not of the features of the shifted image.",
+                    lambda: relative(s_then_f, f_then_s),
                 ),
             ]
             compare(
                 torch.tensor([float(got)]),
                 torch.tensor([expected]),
                 mistakes,
-                generic="norm of (shifted features - features of the shifted image), away from "
-                "the border, divided by the norm of the shifted features.",
+                generic="over the columns away from the border only (both times): the norm of "
+                "(shifted features - features of the shifted image), divided by the norm of the "
+                "shifted features.",
             )

@@ -103,14 +103,18 @@ def compare(
         return
     if not torch.isfinite(got).all():
         fail(f"{where}the output holds NaN or infinite values", generic)
+    if got.numel() == 1:  # one number: its shape says nothing
+        problem = f"{where}it returned {got.item():.6g}, which is not the right value"
+    else:
+        problem = f"{where}the shape is right but the values are not"
     for hint, mistaken in mistakes:
         try:
             wrong = mistaken()
         except Exception:  # a mistake that cannot even be computed on these inputs
             continue
         if close(got, wrong):
-            fail(f"{where}the shape is right but the values are not", hint)
-    fail(f"{where}the shape is right but the values are not", generic)
+            fail(problem, hint)
+    fail(problem, generic)
 
 
 def seeded(*shape: int, seed: int = 0) -> torch.Tensor:

@@ -32,7 +32,8 @@ class check_patchify:
             ),
             (
                 "each patch has the right pixels, but in the wrong order: channels should come "
-                "last, (row, column, channel), as in the paper. Permute to (B, H/P, W/P, P, P, C).",
+                "last, (row, column, channel), as the instructions ask. Permute to "
+                "(B, H/P, W/P, P, P, C).",
                 lambda: grid.permute(0, 2, 4, 1, 3, 5).reshape(B, 6, P * P * C),
             ),
             (

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import inspect
 import io
 import json
 import os
@@ -144,6 +145,8 @@ def exercise(name: str, notebook: str, reference):
                     f"… {name}: not written yet (it raises NotImplementedError). The reference "
                     "solution stands in for now, so the rest of the notebook runs. Come back to it!"
                 )
+            elif is_teachers_solution(learner):
+                print(f"✓ {name}: correct (the solution in the teacher's copy: not your progress)")
             else:
                 _record(name, "passed")
                 print(f"✓ {name}: correct, it matches the reference. Well done!")
@@ -157,6 +160,23 @@ def exercise(name: str, notebook: str, reference):
         return check_cell
 
     return register
+
+
+def is_teachers_solution(learner) -> bool:
+    """Whether `learner` was written in a teacher's copy of a notebook: its source still holds the
+    solution markers that student copies replace (`vitcourse.student`). Its pass is the course's
+    work, not the learner's, so it is not recorded in the learner's progress."""
+    if isinstance(learner, type):  # a class: its methods hold the solution
+        parts = [v for v in vars(learner).values() if inspect.isfunction(v)]
+    else:
+        parts = [learner]
+    for part in parts:
+        try:
+            if "### BEGIN SOLUTION" in inspect.getsource(part):
+                return True
+        except (OSError, TypeError):  # no source to read (a builtin, a lambda typed elsewhere)
+            continue
+    return False
 
 
 def grade(name: str, learner) -> tuple[str, str]:
@@ -195,16 +215,32 @@ def exercise_results() -> dict[str, str]:
     return {name: recorded.get(name, {}).get("status", "not run yet") for name in EXERCISES}
 
 
-def progress() -> None:
-    """Print which exercises of the course you have passed, from the checks you ran in any
-    notebook (each check records its latest result in `progress_file()`)."""
+def progress(notebook: str = "") -> None:
+    """Print the exercises you have passed, from the checks you ran in any notebook (each check
+    records its latest result in `progress_file()`).
+
+    With `notebook` (its number, "01", or its name), that notebook's exercises one a line and the
+    rest of the course in one line; without, every exercise.
+    """
     results = exercise_results()
     marks = {"passed": "✓", "wrong": "✗", "error": "✗"}
-    notebook = None
-    for name, status in results.items():
-        if EXERCISES[name].notebook != notebook:
-            notebook = EXERCISES[name].notebook
-            print(notebook)
-        print(f"  {marks.get(status, '·')} {name}: {status}")
-    passed = sum(status == "passed" for status in results.values())
-    print(f"{passed} of {len(results)} exercises passed (recorded in {progress_file()})")
+    here = [n for n in results if EXERCISES[n].notebook.startswith(notebook)] if notebook else []
+    if notebook and not here:
+        notebooks = sorted({e.notebook for e in EXERCISES.values()})
+        raise ValueError(f"no exercises in notebook {notebook!r}: expected one of {notebooks}")
+    shown = here or list(results)
+    current = None
+    for name in shown:
+        if EXERCISES[name].notebook != current:
+            current = EXERCISES[name].notebook
+            print(current)
+        print(f"  {marks.get(results[name], '·')} {name}: {results[name]}")
+    if here:
+        rest = [results[n] for n in results if n not in here]
+        print(
+            f"the rest of the course: {rest.count('passed')} of {len(rest)} exercises passed "
+            "(progress() lists them all)"
+        )
+    else:
+        passed = sum(status == "passed" for status in results.values())
+        print(f"{passed} of {len(results)} exercises passed (recorded in {progress_file()})")

@@ -96,8 +96,15 @@ class check_parameter_count:
     """Check `fn(config) -> int`: a ViT's number of trainable parameters, from its sizes alone."""
 
     @staticmethod
-    def inputs(seed: int) -> dict:  # the same three models for every seed
-        configs = [vit.ViTConfig(**_TINY), vit.PRESETS["course-28/4"], vit.PRESETS["vit-base/16"]]
+    def inputs(seed: int) -> dict:  # the same five models for every seed
+        configs = [
+            vit.ViTConfig(**_TINY),
+            # the two switches that change the count, one model each so each mistake has its hint
+            vit.ViTConfig(**_TINY, qkv_bias=False),
+            vit.ViTConfig(**_TINY, pos_embed="sincos"),
+            vit.PRESETS["course-28/7"],
+            vit.PRESETS["vit-base/16"],
+        ]
         return {"configs": [dataclasses.asdict(c) for c in configs]}
 
     @staticmethod
@@ -117,7 +124,9 @@ class check_parameter_count:
             if answer == expected:
                 continue
             D, L = config.dim, config.depth
-            parts = {
+            # What each piece adds; a learner's count that is off by exactly one of them left it out
+            # (too few) or counted it where the config has none (too many).
+            left_out = {
                 "the cls token (D numbers)": D,
                 "the position embeddings (T x D)": config.num_tokens * D,
                 "the LayerNorms (2D each: a gain and a bias; two per block and the final one)": (
@@ -126,18 +135,34 @@ class check_parameter_count:
                 * 2
                 * D,
                 "the biases (each Linear and the patch projection have one per output)": D
-                + L * (3 * D + D + config.mlp_dim + D)
+                + L * ((3 * D if config.qkv_bias else 0) + D + config.mlp_dim + D)
                 + config.num_classes,
                 "the classifier head (D x classes + classes)": D * config.num_classes
                 + config.num_classes,
             }
-            missing = [part for part, n in parts.items() if n == expected - answer]
+            counted_extra = {}  # only for the switches this config has off
+            if not config.qkv_bias:
+                counted_extra[L * 3 * D] = (
+                    "this config has qkv_bias=False: count qkv's 3D biases per block only when "
+                    "config.qkv_bias is True."
+                )
+            if config.pos_embed != "learned":
+                counted_extra[config.num_tokens * D] = (
+                    "this config's positions are fixed sin-cos values (a buffer, not trained): "
+                    'count the T x D position embeddings only when config.pos_embed == "learned".'
+                )
+            gap = expected - answer
+            if gap > 0:
+                how_far = f"{gap:,} fewer than the model has"
+                guesses = [f"did you leave out {part}?" for part, n in left_out.items() if n == gap]
+            else:
+                how_far = f"{-gap:,} more than the model has"
+                guesses = [counted_extra[-gap]] if -gap in counted_extra else []
             fail(
-                f"for {config} it gives {answer:,}, the model has {expected:,} "
-                f"({expected - answer:+,} off)",
-                f"did you leave out {missing[0]}?"
-                if missing
+                f"for {config} it gives {answer:,}: {how_far} ({expected:,})",
+                guesses[0]
+                if guesses
                 else "count each piece: patch projection (P*P*C*D + D), cls token, position "
-                "embeddings, per block two LayerNorms, qkv (D*3D + 3D), proj (D*D + D), the MLP, "
-                "then the final LayerNorm and the head.",
+                "embeddings (when learned), per block two LayerNorms, qkv (D*3D, + 3D when "
+                "qkv_bias), proj (D*D + D), the MLP, then the final LayerNorm and the head.",
             )
