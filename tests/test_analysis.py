@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from vitcourse.analysis import (
+    attention_distance_references,
     attention_rollout,
     mean_attention_distance,
     patch_embedding_filters,
@@ -58,6 +59,38 @@ def test_heads_are_kept_apart():
     maps = torch.cat([maps_from(near), maps_from(far)], dim=2)  # head 0 local, head 1 diagonal
     distance = mean_attention_distance(maps, grid_size=2, token_pixels=10)
     torch.testing.assert_close(distance, torch.tensor([[0.0, 10 * math.sqrt(2)]]))
+
+
+def test_attention_distance_references_worked_by_hand():
+    # A 3x3 grid, patches 1 pixel apart: 4 corners, 4 edge patches and the centre.
+    r2, r5 = math.sqrt(2), math.sqrt(5)
+    neighbours = (4 * (2 + r2) / 4 + 4 * (3 + 2 * r2) / 6 + (4 + 4 * r2) / 9) / 9
+    farthest = (4 * 2 * r2 + 4 * r5 + r2) / 9  # corner to corner, edge to a far corner, centre
+    cells = [(r, c) for r in range(3) for c in range(3)]
+    even = sum(math.dist(a, b) for a in cells for b in cells) / 81
+    got = attention_distance_references(grid_size=3, token_pixels=1)
+    assert got == pytest.approx({"neighbours": neighbours, "even": even, "farthest": farthest})
+    scaled = attention_distance_references(grid_size=3, token_pixels=7)  # pixels scale with P
+    assert scaled == pytest.approx({k: 7 * v for k, v in got.items()})
+
+
+@pytest.mark.parametrize("g", [2, 4, 7])
+def test_attention_distance_references_agree_with_the_measure(g):
+    # The heads the references describe, written as attention maps and measured.
+    cells = torch.tensor([(r, c) for r in range(g) for c in range(g)], dtype=torch.float)
+    distance = torch.cdist(cells, cells)
+    steps = (cells[:, None] - cells[None]).abs().amax(dim=-1)
+    near = (steps <= 1).float()
+    farthest = torch.zeros(g * g, g * g)
+    farthest[torch.arange(g * g), distance.argmax(dim=1)] = 1.0
+    heads = [near / near.sum(1, keepdim=True), torch.full((g * g, g * g), 1 / g**2), farthest]
+    maps = torch.cat([maps_from(w) for w in heads], dim=2)  # (1, 1, 3 heads, T, T)
+    measured = mean_attention_distance(maps, grid_size=g, token_pixels=3)[0]
+    references = attention_distance_references(grid_size=g, token_pixels=3)
+    assert measured.tolist() == pytest.approx(
+        [references["neighbours"], references["even"], references["farthest"]], rel=1e-5
+    )
+    assert 0 < references["neighbours"] <= references["even"] < references["farthest"]
 
 
 def test_mean_attention_distance_guards():

@@ -61,6 +61,9 @@ def test_position_similarity_figure():
     fig = widgets.position_similarity_figure(pos, 1, 2)
     shown = torch.as_tensor(fig.axes[0].images[0].get_array())
     torch.testing.assert_close(shown, position_similarity(pos)[1, 2])
+    # the colours span this embedding's own range, the same for every patch the slider picks
+    low, high = fig.axes[0].images[0].get_clim()
+    assert low == pytest.approx(position_similarity(pos).min().item()) and high == 1
     with pytest.raises(ValueError, match=r"patch \(4, 0\) is outside the 4x4 grid"):
         widgets.position_similarity_figure(pos, 4, 0)
 
@@ -76,6 +79,46 @@ def test_attention_figure_overlays_the_query_row():
     assert [b.get_height() for b in bars] == pytest.approx(weights[0, 0].tolist())
     with pytest.raises(ValueError, match="head 2 / query 0 out of range: 2 heads, 17 tokens"):
         widgets.attention_figure(weights, query=0, head=2)
+
+
+def test_heat_overlay_keeps_the_picture_and_scales_the_map():
+    fig, ax = plt.subplots()
+    picture = torch.rand(3, 8, 8)  # colour: shown as its luminance, in gray
+    heat = torch.tensor([[0.1, 0.2], [0.3, 0.4]])
+    shown = widgets.heat_overlay(ax, picture, heat)
+    gray, overlay = ax.images
+    assert shown is overlay
+    luminance = 0.299 * picture[0] + 0.587 * picture[1] + 0.114 * picture[2]
+    torch.testing.assert_close(torch.as_tensor(gray.get_array()), luminance)
+    assert gray.get_cmap().name == "gray"
+    torch.testing.assert_close(torch.as_tensor(overlay.get_array()), heat)
+    rgba = torch.as_tensor(overlay.to_rgba(heat.numpy()))  # what the map's colours come to
+    assert torch.allclose(rgba[..., :3], rgba[0, 0, :3])  # one hue
+    alpha = rgba[..., 3].tolist()  # opacity grows from 0 (see-through) to the largest value
+    assert alpha[0][0] == pytest.approx(0.25 * alpha[1][1], abs=0.01) and alpha[1][1] > 0.5
+    stretched = widgets.heat_overlay(ax, picture[:1], heat, stretch=True)
+    assert stretched.norm.vmin == pytest.approx(0.1) and stretched.norm.vmax == pytest.approx(0.4)
+    assert stretched.to_rgba(heat.numpy())[0, 0, 3] == 0  # see-through at the smallest value
+
+
+def test_cls_attention_figure_draws_the_matrix_on_a_log_scale_and_the_cls_row():
+    weights = torch.rand(3, 17, 17).softmax(-1)
+    fig = widgets.cls_attention_figure(weights, head=2, image=torch.rand(1, 16, 16), layer=4)
+    left, right = fig.axes[:2]
+    matrix = left.images[0]
+    torch.testing.assert_close(torch.as_tensor(matrix.get_array()), weights[2])
+    assert isinstance(matrix.norm, matplotlib.colors.LogNorm)
+    assert (matrix.norm.vmin, matrix.norm.vmax) == (1e-3, 1)
+    assert left.get_title().startswith("layer 5, head 2") and "log colour scale" in left.get_title()
+    overlay = right.images[1]
+    torch.testing.assert_close(
+        torch.as_tensor(overlay.get_array()), weights[2, 0, 1:].reshape(4, 4)
+    )
+    assert overlay.norm.vmin == 0  # the cls row is drawn from 0, not stretched
+    with pytest.raises(ValueError, match="head 3 out of range: 3 heads"):
+        widgets.cls_attention_figure(weights, head=3, image=torch.rand(1, 16, 16))
+    with pytest.raises(ValueError, match="16 tokens are not a cls token plus a square grid"):
+        widgets.cls_attention_figure(weights[:, :16, :16], head=0, image=torch.rand(1, 16, 16))
 
 
 def test_explorers_offer_the_right_controls():

@@ -5,7 +5,8 @@
   the token itself forward, and layers compose. Rollout averages the heads, adds the identity for
   the residual path, renormalises each row, and multiplies the layers together, giving how much
   each output token draws on each input token through the whole stack.
-- `mean_attention_distance`: how far, in pixels, each head looks (Figure 7, right).
+- `mean_attention_distance`: how far, in pixels, each head looks (Figure 7, right), and
+  `attention_distance_references`: what that measure gives for a few heads known in advance.
 - `position_embedding_similarity`: the learned position embeddings, compared on the grid
   (Figure 7, centre).
 - `patch_embedding_filters`: principal components of the patch-embedding filters (Figure 7, left).
@@ -57,13 +58,46 @@ def mean_attention_distance(maps: torch.Tensor, grid_size: int, token_pixels: in
             f"maps have {maps.shape[-1]} tokens, but a {grid_size}x{grid_size} grid has {N} "
             "patches plus the cls token"
         )
-    rows, cols = torch.meshgrid(torch.arange(grid_size), torch.arange(grid_size), indexing="ij")
-    centres = torch.stack([rows.flatten(), cols.flatten()], dim=1).float() * token_pixels  # (N, 2)
-    distance = torch.cdist(centres, centres).to(maps)  # (N, N) pixels between patch centres
+    distance = _patch_distances(grid_size, token_pixels).to(maps)  # (N, N) pixels
     weights = maps[..., 1:, 1:]  # patch queries attending to patch keys: (L, B, h, N, N)
     weights = weights / weights.sum(dim=-1, keepdim=True).clamp(min=1e-12)
     per_query = (weights * distance).sum(dim=-1)  # (L, B, h, N)
     return per_query.mean(dim=(1, 3))  # average over images and query patches -> (L, h)
+
+
+def attention_distance_references(grid_size: int, token_pixels: int) -> dict[str, float]:
+    """The mean attention distance, in pixels, of three heads whose attention is known in advance.
+
+    - "neighbours": each patch spreads its attention evenly over the patches at most one step
+      away, itself included (its 3 x 3 neighbourhood, fewer at the edges): a local head that sees
+      what a 3 x 3 convolution on the patch grid sees;
+    - "even": each patch spreads its attention evenly over all patches;
+    - "farthest": each patch puts all its attention on the patch farthest from it, the largest
+      value `mean_attention_distance` can give on this grid.
+
+    A head that attends only to itself scores 0. Same units as `mean_attention_distance`.
+    """
+    distance = _patch_distances(grid_size, token_pixels)  # (N, N)
+    centres = _patch_centres(grid_size)
+    steps = (centres[:, None] - centres[None]).abs().amax(dim=-1)  # (N, N) grid steps, diagonals 1
+    near = (steps <= 1).float()
+    return {
+        "neighbours": ((distance * near).sum(dim=1) / near.sum(dim=1)).mean().item(),
+        "even": distance.mean().item(),
+        "farthest": distance.amax(dim=1).mean().item(),
+    }
+
+
+def _patch_centres(grid_size: int) -> torch.Tensor:
+    """(N, 2) row and column of each patch, in the order of the tokens."""
+    rows, cols = torch.meshgrid(torch.arange(grid_size), torch.arange(grid_size), indexing="ij")
+    return torch.stack([rows.flatten(), cols.flatten()], dim=1).float()
+
+
+def _patch_distances(grid_size: int, token_pixels: int) -> torch.Tensor:
+    """(N, N) distances in pixels between the centres of every two patches."""
+    centres = _patch_centres(grid_size) * token_pixels
+    return torch.cdist(centres, centres)
 
 
 def position_embedding_similarity(model) -> torch.Tensor:

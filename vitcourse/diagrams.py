@@ -1,6 +1,8 @@
 """Diagrams of the model, drawn from a config so their shapes are always the model's own.
 
-- `architecture_figure` (notebook 05; referred to from 01-04): the whole ViT, image to class
+- `model_map_figure` (notebooks 00 and 01, the README): the map of the course, after the ViT
+  paper's Figure 1, each step labelled with its notebook.
+- `architecture_figure` (notebook 05): the whole ViT, image to class
   scores, with the shape of what flows between the stages (the ViT paper's Figure 1, with numbers).
 - `attention_shapes_figure` (notebook 03): the shapes inside multi-head self-attention.
 - `norm_placement_figure` (notebook 04): pre-norm (the ViT's block) next to post-norm.
@@ -202,6 +204,9 @@ def norm_placement_figure() -> plt.Figure:
     return fig
 
 
+_NOTE = {"va": "center", "fontsize": 12, "color": "#222222", "linespacing": 1.4}
+
+
 def model_map_figure(config: ViTConfig, image: torch.Tensor, label: str = "") -> plt.Figure:
     """The course's map: one image through the whole ViT for `config`, drawn as the ViT paper's
     Figure 1 draws it (patches, their embedding with the cls token and the positions, the encoder,
@@ -210,26 +215,38 @@ def model_map_figure(config: ViTConfig, image: torch.Tensor, label: str = "") ->
     c = config
     if c.stem_channels:
         raise ValueError("model_map_figure draws a pure ViT (patches); this config has a conv stem")
-    C, S, P, N, T, D = c.in_channels, c.image_size, c.patch_size, c.num_patches, c.num_tokens, c.dim
+    C, S, N = c.in_channels, c.image_size, c.num_patches
     if tuple(image.shape) != (C, S, S):
         raise ValueError(
             f"expected an image of shape {(C, S, S)} for this config, got {tuple(image.shape)}"
         )
     shown = list(range(N)) if N <= 16 else [*range(12), None, N - 2, N - 1]  # None: "…"
-    step, x0 = 0.95, 5.0  # one token's column; the cls token's column (after the image)
-    xs = [x0 + (i + 1) * step for i in range(len(shown))]  # the patches' columns
-    columns = [x0, *xs]
+    x0 = 5.0  # the cls token's column, after the image; the patches' columns follow
+    xs = [x0 + (i + 1) * 0.95 for i in range(len(shown))]
     bx = xs[-1] + 3.3  # the opened block's centre
     fig, ax = plt.subplots(figsize=(14, 6.2))
     ax.set_xlim(-0.3, bx + 2.3)
     ax.set_ylim(-0.8, 10.2)
     ax.set_aspect("equal")
     ax.axis("off")
-    note = {"va": "center", "fontsize": 12, "color": "#222222", "linespacing": 1.4}
     picture = image.detach().cpu().permute(1, 2, 0).numpy()
-    picture = picture[..., 0] if C == 1 else picture
+    _map_patches(ax, c, picture[..., 0] if C == 1 else picture, xs, shown)  # 01
+    _map_tokens(ax, c, x0, xs, shown)  # 02
+    _map_encoder_and_head(ax, c, x0, xs, label)  # 03-05
+    _map_block(ax, c, bx)  # 03-04, opened
+    _arrow(ax, (xs[-1] + 0.55, 6.35), (bx - 2.15, 6.35))
+    ax.set_title(
+        f"The Vision Transformer, one notebook a step (after the ViT paper's Figure 1): "
+        f"{N} patches of {c.patch_size}×{c.patch_size}, width {c.dim}, {c.depth} blocks of "
+        f"{c.num_heads} heads",
+        fontsize=13,
+    )
+    return fig
 
-    # 01: the image and its patches, in reading order.
+
+def _map_patches(ax, c: ViTConfig, picture, xs: list[float], shown: list) -> None:
+    """Notebook 01's row: the image with its patch grid, and its patches in reading order."""
+    S, P, C, N = c.image_size, c.patch_size, c.in_channels, c.num_patches
     side, low, grid = 2.8, 0.1, S // P
     ax.imshow(picture, cmap="gray", extent=(1.0, 1.0 + side, low, low + side), vmin=0, vmax=1)
     for k in range(grid + 1):
@@ -246,12 +263,15 @@ def model_map_figure(config: ViTConfig, image: torch.Tensor, label: str = "") ->
         ax.imshow(patch, cmap="gray", vmin=0, vmax=1, extent=(x - 0.4, x + 0.4, 0.8, 1.6))
         ax.text(x, 0.5, str(n), fontsize=10, ha="center", va="center")
     cut = f"01 · cut into N = {N} patches of {P}×{P}×{C} = {P * P * C} numbers"
-    ax.text(xs[0] - 0.45, -0.3, cut, ha="left", **note)
+    ax.text(xs[0] - 0.45, -0.3, cut, ha="left", **_NOTE)
 
-    # 02: the patch embedding, the cls token and the positions.
+
+def _map_tokens(ax, c: ViTConfig, x0: float, xs: list[float], shown: list) -> None:
+    """Notebook 02's rows: the projection of each patch, the cls token, the positions (circles)."""
+    P, C, D = c.patch_size, c.in_channels, c.dim
     projection = f"02 · linear projection of each patch: {P * P * C} → {D} numbers"
     _box(ax, (xs[0] + xs[-1]) / 2, 2.6, xs[-1] - xs[0] + 0.9, 0.7, [projection], "layer", 12)
-    for i, x in enumerate(columns):
+    for i, x in enumerate([x0, *xs]):
         if i and shown[i - 1] is None:
             ax.text(x, 3.9, "…", ha="center", va="center", fontsize=14)
             continue
@@ -272,26 +292,30 @@ def model_map_figure(config: ViTConfig, image: torch.Tensor, label: str = "") ->
         ax.add_patch(plt.Circle((x + 0.3, 4.3), 0.22, facecolor="#c9b6e4", edgecolor="#555555"))
         position = 0 if i == 0 else shown[i - 1] + 1
         ax.text(x + 0.3, 4.3, str(position), fontsize=9, ha="center", va="center")
-    tokens = f"02 · + a cls token\n+ positions (circles):\n{T} tokens × {D}"
-    ax.text(x0 - 0.8, 4.1, tokens, ha="right", **note)
+    tokens = f"02 · + a cls token\n+ positions (circles):\n{c.num_tokens} tokens × {D}"
+    ax.text(x0 - 0.8, 4.1, tokens, ha="right", **_NOTE)
 
-    # 03-04: the encoder, L blocks.
+
+def _map_encoder_and_head(ax, c: ViTConfig, x0: float, xs: list[float], label: str) -> None:
+    """Notebooks 03-05: the encoder of L blocks, then the head on the cls token."""
+    T, D = c.num_tokens, c.dim
     encoder = [f"transformer encoder: {c.depth} blocks", f"{T} × {D} in, {T} × {D} out"]
     _box(ax, (x0 + xs[-1]) / 2, 6.35, xs[-1] - x0 + 1.0, 1.2, encoder, "layer", 13)
-    for x in columns:
+    for x in [x0, *xs]:
         _arrow(ax, (x, 4.55), (x, 5.73))
     looks = "03-04 · each token\nlooks at every other\n(attention), then\ngoes through an MLP"
-    ax.text(x0 - 0.8, 6.4, looks, ha="right", **note)
-
-    # 05: the head classifies the cls token's output.
+    ax.text(x0 - 0.8, 6.4, looks, ha="right", **_NOTE)
     _arrow(ax, (x0, 6.97), (x0, 8.23))
     head = ["05 · head (LayerNorm, linear)", f"cls token: {D} → {c.num_classes} scores"]
     _box(ax, x0 + 3.5, 8.75, 7.0, 1.0, head, "layer", 11.5)
     answer = f"→ {label}" if label else f"→ one of {c.num_classes} classes"
     ax.text(x0 + 7.2, 8.95, answer, ha="left", va="center", fontsize=14, fontweight="bold")
-    ax.text(x0 + 7.2, 8.4, "06 · train it;  07 · look inside", ha="left", **note)
+    ax.text(x0 + 7.2, 8.4, "06 · train it;  07 · look inside", ha="left", **_NOTE)
 
-    # One block, opened: pre-norm, two residual lines.
+
+def _map_block(ax, c: ViTConfig, bx: float) -> None:
+    """One block, opened: pre-norm, with its two residual lines."""
+    D = c.dim
     names = [
         ("LayerNorm", "op"),
         (f"attention, {c.num_heads} heads", "layer"),
@@ -311,31 +335,15 @@ def model_map_figure(config: ViTConfig, image: torch.Tensor, label: str = "") ->
         linestyle="--",
     )
     ax.add_patch(frame)
-    ax.text(
-        bx,
-        9.7,
-        f"03-04 · one block (× {c.depth})",
-        ha="center",
-        va="center",
-        fontsize=13,
-        weight="bold",
-    )
+    title = f"03-04 · one block (× {c.depth})"
+    ax.text(bx, 9.7, title, ha="center", va="center", fontsize=13, weight="bold")
     for i, ((name, kind), y) in enumerate(zip(names, ys, strict=True)):
         _box(ax, bx + 0.2, y, 0.55 if name == "+" else 3.5, 0.56, [name], kind, 10.5)
         if i:
             _arrow(ax, (bx + 0.2, ys[i - 1] + 0.3), (bx + 0.2, y - 0.3))
     for start, add in ((0, 2), (3, 5)):  # the residual path round each branch
         y0, y1 = ys[start] - 0.48, ys[add]
-        ax.plot(
-            [bx + 0.2, bx - 1.85, bx - 1.85, bx - 0.08], [y0, y0, y1, y1], color="tab:blue", lw=2
-        )
-    ax.text(
-        bx, 3.0, "blue: the residual path", ha="center", va="center", fontsize=11, color="tab:blue"
-    )
-    _arrow(ax, (xs[-1] + 0.55, 6.35), (bx - 2.15, 6.35))
-    ax.set_title(
-        f"The Vision Transformer, one notebook a step (after the ViT paper's Figure 1): "
-        f"{N} patches of {P}×{P}, width {D}, {c.depth} blocks of {c.num_heads} heads",
-        fontsize=13,
-    )
-    return fig
+        path = [bx + 0.2, bx - 1.85, bx - 1.85, bx - 0.08], [y0, y0, y1, y1]
+        ax.plot(*path, color="tab:blue", lw=2)
+    blue = {"ha": "center", "va": "center", "fontsize": 11, "color": "tab:blue"}
+    ax.text(bx, 3.0, "blue: the residual path", **blue)

@@ -2,7 +2,8 @@
 
 Introduced in notebook 02. Each flattened patch is multiplied by one learned matrix E, giving a
 D-dimensional token; that is exactly a convolution with a P x P kernel and stride P, which is how
-`PatchEmbedding` computes it (faster, and the weights keep their image shape). Attention itself
+`PatchEmbedding` computes it (the same numbers, with the weights kept in image shape, as timm
+and torchvision store them). Attention itself
 ignores order, so every token also gets a position embedding: learned (the paper's default) or a
 fixed 2-D sine-cosine pattern; `embed_tokens` puts the cls token in front and adds the positions.
 A hybrid ViT (section 3.1, notebook 08) first runs a few convolutions (`conv_bn_relu`) and cuts its

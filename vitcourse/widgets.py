@@ -11,9 +11,16 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import torch
 from IPython.display import display
+from matplotlib.colors import LinearSegmentedColormap
+from matplotlib.ticker import MaxNLocator
 
 from vitcourse.embedding import position_similarity
 from vitcourse.patching import draw_patch_grid, patchify
+
+# Weights over a picture: orange, from see-through (0) to mostly opaque (the largest weight).
+_OVERLAY = LinearSegmentedColormap.from_list(
+    "overlay", [(1.0, 0.45, 0.0, 0.0), (1.0, 0.45, 0.0, 0.85)]
+)
 
 # --- notebook 01: patch size -----------------------------------------------------------------
 
@@ -77,11 +84,19 @@ def position_similarity_figure(pos_embed: torch.Tensor, row: int, col: int) -> p
     g = similarity.shape[0]
     if not (0 <= row < g and 0 <= col < g):
         raise ValueError(f"patch ({row}, {col}) is outside the {g}x{g} grid")
-    fig, ax = plt.subplots(figsize=(4, 4))
-    image = ax.imshow(similarity[row, col].numpy(), cmap="viridis", vmin=-1, vmax=1)
+    fig, ax = plt.subplots(figsize=(4.6, 4))
+    # One colour scale for every patch: from the least alike pair of this embedding to 1 (a patch
+    # with itself). A fixed -1..1 scale would show sin-cos positions, all 0.75 to 1 alike, as flat.
+    low = similarity.min().item()
+    image = ax.imshow(similarity[row, col].numpy(), cmap="viridis", vmin=low, vmax=1)
     ax.scatter([col], [row], marker="x", color="red")
     ax.set_title(f"cosine similarity with patch ({row}, {col})")
-    fig.colorbar(image, ax=ax, fraction=0.046)
+    ax.set_xticks(range(g))
+    ax.set_yticks(range(g))
+    ax.set_xlabel("column")
+    ax.set_ylabel("row")
+    bar = fig.colorbar(image, ax=ax, fraction=0.046)
+    bar.set_label(f"cosine similarity ({low:.2f}: the least alike pair of patches)")
     return fig
 
 
@@ -112,26 +127,31 @@ def attention_figure(
     if not (0 <= head < h and 0 <= query < T):
         raise ValueError(f"head {head} / query {query} out of range: {h} heads, {T} tokens")
     matrix = weights[head].detach().float()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 4))
-    left.imshow(matrix.numpy(), cmap="magma", vmin=0)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2), layout="constrained")
+    shown = left.imshow(matrix.numpy(), cmap="magma", vmin=0)
+    fig.colorbar(shown, ax=left, fraction=0.046, label="weight")
     left.axhline(query, color="cyan", linewidth=1)
-    left.set_xlabel("key token")
+    left.xaxis.set_major_locator(MaxNLocator(integer=True))
+    left.yaxis.set_major_locator(MaxNLocator(integer=True))
+    left.set_xlabel("key token (0: cls)")
     left.set_ylabel("query token")
-    left.set_title(f"head {head}: every query's weights (rows sum to 1)")
+    left.set_title(f"head {head}: every query's weights (rows sum to 1)", fontsize=10)
     row = matrix[query]
     g = round((T - 1) ** 0.5)
     if image is not None and g * g == T - 1:
         C, H, W = image.shape
         picture = image.detach().cpu().permute(1, 2, 0).numpy()
         right.imshow(picture[..., 0] if C == 1 else picture, cmap="gray", extent=(0, W, H, 0))
-        right.imshow(row[1:].reshape(g, g).numpy(), cmap="magma", alpha=0.6, extent=(0, W, H, 0))
-        right.set_title(f"query {query}'s weights on the patches (cls: {row[0]:.2f})")
+        # One hue, more opaque where the weight is larger: the image stays readable under it.
+        heat = row[1:].reshape(g, g)
+        weights_map = right.imshow(heat.numpy(), cmap=_OVERLAY, vmin=0, extent=(0, W, H, 0))
+        fig.colorbar(weights_map, ax=right, fraction=0.046, label="weight on the patch")
+        right.set_title(f"query {query}'s weights on the patches (cls: {row[0]:.2f})", fontsize=10)
         right.axis("off")
     else:
         right.bar(range(T), row.numpy())
         right.set_xlabel("key token")
         right.set_title(f"query {query}'s weights")
-    fig.tight_layout()
     return fig
 
 
@@ -156,17 +176,82 @@ def _show(fig: plt.Figure) -> None:
 # --- notebook 07: a trained model's attention ---------------------------------------------------
 
 
+def heat_overlay(ax: plt.Axes, picture: torch.Tensor, heat: torch.Tensor, stretch: bool = False):
+    """Draw a (C, H, W) picture in [0, 1] in grayscale, and a (g, g) map over it in orange.
+
+    The map is drawn in `_OVERLAY`'s one hue (notebook 03's): see-through at 0, most opaque at
+    the map's largest value, so the picture stays readable underneath. With `stretch`, the map's
+    smallest value is the see-through end instead of 0: that shows small differences in a nearly
+    even map, so say so where it is used. A colour picture is shown as its luminance, so that the
+    hue stands out. Returns the map's image, for a colour bar.
+    """
+    picture = picture.detach().float().cpu()
+    if picture.shape[0] == 3:  # (3, H, W) RGB -> (1, H, W) luminance, ITU-R BT.601 weights
+        luminance = torch.tensor([0.299, 0.587, 0.114])[:, None, None]
+        picture = (luminance * picture).sum(dim=0, keepdim=True)
+    H, W = picture.shape[-2:]
+    ax.imshow(picture[0].numpy(), cmap="gray", vmin=0, vmax=1, extent=(0, W, H, 0))
+    m = heat.detach().float().cpu()
+    low = m.min().item() if stretch else 0.0
+    ax.axis("off")
+    top = m.max().item()
+    return ax.imshow(m.numpy(), cmap=_OVERLAY, vmin=low, vmax=top, extent=(0, W, H, 0))
+
+
+def cls_attention_figure(
+    weights: torch.Tensor, head: int, image: torch.Tensor, layer: int | None = None
+) -> plt.Figure:
+    """One head of a trained model, for one image: its whole attention matrix, and the cls row.
+
+    `weights` is (h, T, T) for the (C, H, W) `image` (pixels in [0, 1]), T = a cls token plus a
+    square grid of patches. Left: the head's T x T weights on a log colour scale (from 0.001 to 1,
+    with 1/T, an even spread, marked on the colour bar): a trained head puts most of each row on a
+    few tokens, which a linear scale would show as one bright dot on black. Right: the cls token's
+    row, its weights on the patches laid over the image with `heat_overlay`.
+    """
+    h, T, _ = weights.shape
+    g = round((T - 1) ** 0.5)
+    if not 0 <= head < h:
+        raise ValueError(f"head {head} out of range: {h} heads")
+    if g * g != T - 1:
+        raise ValueError(f"{T} tokens are not a cls token plus a square grid of patches")
+    matrix = weights[head].detach().float().cpu()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2), layout="constrained")
+    magma = plt.colormaps["magma"]
+    shown = left.imshow(
+        matrix.numpy(), cmap=magma.with_extremes(bad=magma(0.0)), norm="log", vmin=1e-3, vmax=1
+    )
+    left.add_patch(  # a frame round row 0: the cls token's weights
+        plt.Rectangle((-0.5, -0.5), T, 1, fill=False, edgecolor="cyan", linewidth=1.5)
+    )
+    left.set_xlabel("key token (0 = cls)")
+    left.set_ylabel("query token (0 = cls, framed)")
+    where = f"layer {layer + 1}, head {head}" if layer is not None else f"head {head}"
+    left.set_title(f"{where}: every token's weights\n(log colour scale; rows sum to 1)")
+    bar = fig.colorbar(shown, ax=left, fraction=0.046)
+    bar.ax.axhline(1 / T, color="cyan", linewidth=2)
+    bar.set_label(f"attention weight (cyan: 1/{T}, even)")
+    row = matrix[0]
+    overlay = heat_overlay(right, image, row[1:].reshape(g, g))
+    fig.colorbar(overlay, ax=right, fraction=0.046, label="weight on the patch")
+    right.set_title(
+        f"the cls token's weights on the patches\n(largest {row[1:].max():.2f}, "
+        f"on itself {row[0]:.2f})"
+    )
+    return fig
+
+
 def cls_attention_explorer(maps: torch.Tensor, pictures: torch.Tensor):
     """Pick an image, a layer and a head; see where the cls token looks.
 
     `maps` are a model's attention maps (layers, B, h, T, T), `pictures` the B images (C, H, W) in
-    [0, 1]. Each view is `attention_figure` for query 0, the cls token.
+    [0, 1]. Each view is `cls_attention_figure`.
     """
 
     L, B, h, _, _ = maps.shape
     return widgets.interactive(
         lambda image, layer, head: _show(
-            attention_figure(maps[layer, image], 0, head, pictures[image])
+            cls_attention_figure(maps[layer, image], head, pictures[image], layer)
         ),
         image=widgets.IntSlider(value=0, min=0, max=B - 1, description="image"),
         layer=widgets.IntSlider(value=L - 1, min=0, max=L - 1, description="layer"),
