@@ -48,6 +48,9 @@ def test_progress_prints_a_line_every_few_epochs(capsys):
     # Epochs 2 and 4, and the last one, 5, whatever the interval.
     assert [int(line.split()[1]) for line in lines] == [2, 4, 5]
     assert "val acc" in lines[-1] and "%|" not in captured.err  # no bar drawn in a log
+    last = trainer.history.epochs[-1]
+    assert f"train acc {100 * last['train_acc']:.2f}%" in lines[-1]
+    assert f"val acc {100 * last['val_acc']:.2f}%" in lines[-1]
     with pytest.raises(ValueError, match="every_epochs and every_steps must be at least 1"):
         ProgressCallback(every_epochs=0)
 

@@ -69,7 +69,22 @@ def test_live_plot_draws_attention_and_saves_png(tmp_path, tiny_vit, toy_loaders
     trainer = Trainer(model, loaders, TrainConfig(epochs=1), [live], device="cpu")
     trainer.fit()
     assert (tmp_path / "attention.png").stat().st_size > 10_000
-    assert live.val_acc_line.get_ydata()[-1] == trainer.history.epochs[-1]["val_acc"]
+    # Accuracy in percent on the axis, as in the title: each epoch's training and validation.
+    last = trainer.history.epochs[-1]
+    assert live.val_acc_line.get_ydata()[-1] == pytest.approx(100 * last["val_acc"])
+    assert live.train_acc_line.get_ydata()[-1] == pytest.approx(100 * last["train_acc"])
+    assert live.acc_ax.get_title() == f"accuracy (validation: {100 * last['val_acc']:.1f}%)"
+    assert live.acc_ax.get_ylabel() == "%" and live.acc_ax.get_ylim()[1] > 5  # not fractions
+    # Validation at the end of the epoch, the training mean at its middle, in passes over the data.
+    assert live.val_acc_line.get_xdata()[-1] == 1.0 and live.train_acc_line.get_xdata()[-1] == 0.5
+
+
+def test_percent_leaves_a_gap_for_a_model_without_accuracy():
+    import math
+
+    from vitcourse.live import percent
+
+    assert percent(0.875) == 87.5 and math.isnan(percent(None))
 
 
 def test_layer_columns_and_overlay():

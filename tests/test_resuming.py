@@ -1,6 +1,7 @@
 """vitcourse.resuming: an interrupted run keeps its model and resumes where it stopped, as if never
 stopped."""
 
+import pytest
 import torch
 
 from tests.conftest import new_trainer
@@ -45,6 +46,10 @@ def test_interrupt_keeps_the_model_and_resume_continues(tmp_path, toy_loaders):
     resumed.fit()
     assert [r["epoch"] for r in resumed.history.epochs] == [1, 2, 3, 4]
     assert resumed.step == full.step
+    # The stopped epoch's training accuracy counts the steps before the stop and after the resume.
+    assert resumed.history.step_accuracies == full.history.step_accuracies
+    for a, b in zip(resumed.history.epochs, full.history.epochs, strict=True):
+        assert a["train_acc"] == pytest.approx(b["train_acc"])
 
 
 def test_resume_from_an_epoch_boundary_matches_an_uninterrupted_run(tmp_path):
@@ -82,3 +87,22 @@ def test_a_stop_in_the_first_epoch_keeps_a_usable_model_and_resumes_that_epoch(t
     assert (resumed.epoch, resumed.step, resumed.batch) == (0, 3, 3)
     resumed.fit()
     assert resumed.step == resumed.config.epochs * resumed.steps_per_epoch
+
+
+def test_a_checkpoint_without_training_accuracies_resumes(tmp_path):
+    """A run saved before the history held training accuracies goes on: the epoch it resumes
+    counts the accuracies of the steps it trains."""
+    path = tmp_path / "checkpoint.pt"
+    first = new_trainer(callbacks=[CheckpointCallback(path), StopAt(3)])
+    first.fit()
+    state = load_checkpoint(path)
+    del state["history"]["step_accuracies"]
+    torch.save(state, path)
+    resumed = new_trainer()
+    resumed.resume(path)
+    assert resumed.history.step_accuracies == []
+    resumed.fit()
+    steps = resumed.steps_per_epoch
+    assert len(resumed.history.step_accuracies) == resumed.step - 3
+    first_epoch = resumed.history.step_accuracies[: steps - 3]
+    assert resumed.history.epochs[0]["train_acc"] == pytest.approx(sum(first_epoch) / (steps - 3))

@@ -1,15 +1,20 @@
 """vitcourse.training: the loop, its schedule and its optimizer."""
 
+import copy
 import math
 
 import pytest
+import torch
+import torch.nn.functional as F
 
 from tests.conftest import new_trainer
 from vitcourse.training import (
     TrainConfig,
+    Trainer,
     evaluate,
     learning_rate,
     make_optimizer,
+    train_step,
 )
 from vitcourse.vit import VisionTransformer
 
@@ -70,3 +75,52 @@ def test_training_is_reproducible():
 def test_learning_rate_is_finite_everywhere():
     c = TrainConfig(warmup=0.0)
     assert all(math.isfinite(learning_rate(p / 10, c)) for p in range(11))
+
+
+def test_train_step_can_return_the_logits_its_loss_was_computed_from(tiny_vit, toy_loaders):
+    """The trainer's training accuracy comes from these logits: the model's output on the batch
+    before the step's update, the one the loss was computed from."""
+    torch.manual_seed(0)
+    model = VisionTransformer(tiny_vit)
+    before = copy.deepcopy(model)
+    optimizer = make_optimizer(model, TrainConfig(lr=1e-2))
+    images, labels = next(iter(toy_loaders().train))
+    loss, logits = train_step(model, optimizer, images, labels, 0.1, 1.0, return_logits=True)
+    torch.testing.assert_close(logits, before(images))  # before the update...
+    assert not torch.equal(model(images), before(images))  # ...which changed the model
+    torch.testing.assert_close(loss, F.cross_entropy(logits, labels, label_smoothing=0.1))
+    assert not logits.requires_grad
+    own = train_step(
+        model,
+        optimizer,
+        images,
+        labels,
+        loss_fn=lambda x, y: model(x).pow(2).mean(),
+        return_logits=True,
+    )
+    assert own[1] is None  # another loss: no logits to count right answers from
+
+
+def test_history_records_the_training_accuracy_of_every_step_and_epoch():
+    trainer = new_trainer()
+    history = trainer.fit()
+    per_epoch = len(trainer.loaders.train)
+    assert len(history.step_accuracies) == len(history.step_losses) == 4 * per_epoch
+    assert all(0.0 <= a <= 1.0 for a in history.step_accuracies)
+    for i, record in enumerate(history.epochs):
+        steps = history.step_accuracies[i * per_epoch : (i + 1) * per_epoch]
+        assert record["train_acc"] == pytest.approx(sum(steps) / per_epoch)
+    first, last = history.epochs[0]["train_acc"], history.epochs[-1]["train_acc"]
+    assert first < 0.7 and last > 0.9  # it learns: from near chance (1/3) to most right
+
+
+def test_a_trainer_with_its_own_loss_records_no_training_accuracy(tiny_vit, toy_loaders):
+    class OwnLoss(Trainer):  # as notebook 09's trainers do: a loss that is not on labels' logits
+        def loss(self, images, labels):
+            return self.network(images).pow(2).mean()
+
+    torch.manual_seed(0)
+    trainer = OwnLoss(VisionTransformer(tiny_vit), toy_loaders(), TrainConfig(epochs=2), [], "cpu")
+    history = trainer.fit()
+    assert history.step_accuracies == [] and len(history.step_losses) == trainer.step
+    assert [record["train_acc"] for record in history.epochs] == [None, None]

@@ -119,11 +119,12 @@ class ProgressCallback(Callback):
     def on_epoch_end(self, trainer: Trainer, record: dict) -> None:
         self.bar.update(self._done(trainer) - self.bar.n)
         if record["epoch"] % self.every_epochs == 0 or trainer.done():
-            accuracy = record["val_acc"]
+            train_acc, val_acc = record.get("train_acc"), record["val_acc"]
             tqdm.write(
                 f"epoch {record['epoch']:>3}  train loss {record['train_loss']:.3f}  "
-                f"val loss {record['val_loss']:.3f}  "
-                + (f"val acc {100 * accuracy:.2f}%  " if accuracy is not None else "")
+                + (f"train acc {100 * train_acc:.2f}%  " if train_acc is not None else "")
+                + f"val loss {record['val_loss']:.3f}  "
+                + (f"val acc {100 * val_acc:.2f}%  " if val_acc is not None else "")
                 + f"{trainer.elapsed:.0f}s trained",
                 file=self.stream or sys.stdout,
             )

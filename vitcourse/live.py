@@ -1,13 +1,15 @@
 """A live training figure: loss and accuracy curves, and where the model looks, updated in place.
 
-Introduced in notebook 06. `LivePlot` is a training callback. It draws one figure, shows it once
-through an IPython display handle, and then changes the figure's artists in place and updates that
-one display, throttled to every few seconds: the notebook keeps a single image however long the
-run, instead of one per update. The attention panels follow a fixed set of validation images: the
-rollout through all layers (`vitcourse.analysis.attention_rollout`), the cls token's attention over
-the patch grid for each head of the last layer, and the mean over heads of up to four layers (the
-first, the last and evenly between). Each map is laid over its image in one warm colour whose
-opacity follows the attention, so the image stays visible where the model does not look, and every
+Introduced in notebook 06. `LivePlot` is a training callback. It draws one figure: the loss of
+every training step and of each validation, each epoch's training and validation accuracy in
+percent, and attention maps. It shows the figure once through an IPython display handle, and then
+changes its artists in place and updates that one display, throttled to every few seconds: the
+notebook keeps a single image however long the run, instead of one per update. The attention
+panels follow a fixed set of validation images: the rollout through all layers
+(`vitcourse.analysis.attention_rollout`), the cls token's attention over the patch grid for each
+head of the last layer, and the mean over heads of up to four layers (the first, the last and
+evenly between). Each map is laid over its image in one warm colour whose opacity follows the
+attention, so the image stays visible where the model does not look, and every
 map fills the same square whatever the grid size.
 """
 
@@ -128,12 +130,20 @@ class LivePlot(Callback):
         (self.val_loss_line,) = self.loss_ax.plot(
             [], [], "o-", color="tab:orange", label="validation"
         )
-        (self.val_acc_line,) = self.acc_ax.plot([], [], "o-", color="tab:green", label="validation")
+        # Accuracy in percent, each epoch's: the mean over its training batches, and validation.
+        (self.train_acc_line,) = self.acc_ax.plot(
+            [], [], "o-", color="tab:blue", alpha=0.6, label="train (epoch mean)"
+        )
+        (self.val_acc_line,) = self.acc_ax.plot(
+            [], [], "o-", color="tab:orange", label="validation"
+        )
         self.loss_ax.set_xlabel("epoch")
         self.loss_ax.set_title("loss")
         self.loss_ax.legend(loc="upper right", fontsize=8)
         self.acc_ax.set_xlabel("epoch")
+        self.acc_ax.set_ylabel("%")
         self.acc_ax.set_title("accuracy")
+        self.acc_ax.legend(loc="lower right", fontsize=8)
         titles = (
             ["image", "rollout"]
             + [f"last, head {i}" for i in range(h)]
@@ -169,13 +179,18 @@ class LivePlot(Callback):
         per_epoch = max(trainer.steps_per_epoch, 1)
         steps = torch.arange(1, len(history.step_losses) + 1) / per_epoch
         self.step_line.set_data(steps.numpy(), history.step_losses)
-        epochs = [r["epoch"] for r in history.epochs]
-        self.val_loss_line.set_data(epochs, [r["val_loss"] for r in history.epochs])
-        self.val_acc_line.set_data(epochs, [r["val_acc"] for r in history.epochs])
-        if history.epochs:
-            self.acc_ax.set_title(
-                f"accuracy (validation: {100 * history.epochs[-1]['val_acc']:.1f}%)"
-            )
+        # An epoch's validation is measured at its end; its training accuracy is a mean over all
+        # of it, so it is drawn at its middle. In passes over the data, like the steps: a last
+        # epoch cut short by a time budget ends before a whole pass.
+        ends = [r["steps"] / per_epoch for r in history.epochs]
+        starts = [0.0, *ends][: len(ends)]
+        middles = [(start + end) / 2 for start, end in zip(starts, ends, strict=True)]
+        self.val_loss_line.set_data(ends, [r["val_loss"] for r in history.epochs])
+        self.train_acc_line.set_data(middles, [percent(r.get("train_acc")) for r in history.epochs])
+        self.val_acc_line.set_data(ends, [percent(r["val_acc"]) for r in history.epochs])
+        if history.epochs and history.epochs[-1]["val_acc"] is not None:
+            latest = percent(history.epochs[-1]["val_acc"])
+            self.acc_ax.set_title(f"accuracy (validation: {latest:.1f}%)")
         for ax in (self.loss_ax, self.acc_ax):
             ax.relim()
             ax.autoscale_view()
@@ -188,6 +203,11 @@ class LivePlot(Callback):
         self.updates += 1
         if self.handle is not None:
             self.handle.update(self.fig)
+
+
+def percent(fraction: float | None) -> float:
+    """A fraction as a percentage for the accuracy axis (nan, drawn as a gap, for None)."""
+    return float("nan") if fraction is None else 100 * fraction
 
 
 def shown_layers(depth: int, most: int = 4) -> list[int]:

@@ -69,6 +69,7 @@ def training_state(trainer) -> dict:
         "history": {
             "epochs": trainer.history.epochs,
             "step_losses": trainer.history.step_losses,
+            "step_accuracies": trainer.history.step_accuracies,
         },
         "rng": {"torch": torch.get_rng_state(), "loader": trainer.replay.state(trainer.batch > 0)},
         # float16's gradient scale, learned over the steps (None without one)

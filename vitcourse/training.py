@@ -34,7 +34,7 @@ from vitcourse.callbacks import Callback, CheckpointCallback, ProgressCallback, 
 from vitcourse.checkpoints import atomic_save
 from vitcourse.clock import Clock
 from vitcourse.environment import pick_device
-from vitcourse.evaluation import evaluate
+from vitcourse.evaluation import accuracy, evaluate
 from vitcourse.resuming import EpochReplay, restore_training, training_state
 from vitcourse.scaling import (
     PRECISIONS,
@@ -133,9 +133,12 @@ def train_step(
     loss_fn=None,
     amp_dtype: torch.dtype | None = None,
     scaler: torch.amp.GradScaler | None = None,
-) -> torch.Tensor:
+    return_logits: bool = False,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor | None]:
     """One step of training on a batch (notebook 06's exercise): forward, loss, gradients,
-    clipping, update. Returns the batch's loss.
+    clipping, update. Returns the batch's loss; with `return_logits`, the loss and the logits
+    the loss was computed from (None when `loss_fn` computes the loss), which the trainer turns
+    into the training accuracy.
 
     The loss is cross entropy on the model's logits, unless `loss_fn(images, labels)` computes
     another (masked-patch pre-training and distillation, notebook 09, bring their own).
@@ -149,7 +152,7 @@ def train_step(
             logits = model(images)  # (B, C, H, W) -> (B, classes)
             loss = F.cross_entropy(logits, labels, label_smoothing=label_smoothing)
         else:
-            loss = loss_fn(images, labels)
+            logits, loss = None, loss_fn(images, labels)
     optimizer.zero_grad(set_to_none=True)  # forget the last step's gradients first
     if scaler is None:
         loss.backward()
@@ -163,16 +166,21 @@ def train_step(
             nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
         scaler.step(optimizer)  # skipped if a gradient overflowed; the scale then shrinks
         scaler.update()
+    if return_logits:
+        return loss.detach(), None if logits is None else logits.detach()
     return loss.detach()
 
 
 @dataclass
 class History:
-    """What happened: one record per epoch, and every step's training loss."""
+    """What happened: one record per epoch, and every step's training loss and accuracy."""
 
-    # Each epoch's record: epoch, train_loss, val_loss, val_acc, seconds, steps.
+    # Each epoch's record: epoch, train_loss, train_acc, val_loss, val_acc, seconds, steps.
     epochs: list[dict] = field(default_factory=list)
     step_losses: list[float] = field(default_factory=list)
+    # Each step's share of right answers on its training batch (augmented, and before the step's
+    # update); empty for a model trained with another loss (notebook 09's).
+    step_accuracies: list[float] = field(default_factory=list)
 
 
 class Trainer:
@@ -242,7 +250,7 @@ class Trainer:
         for images, labels in self.replay.batches(skip=self.batch):
             self.set_learning_rate(learning_rate(self.progress(), self.config))
             images, labels = to_device(images, self.device), to_device(labels, self.device)
-            loss = train_step(
+            loss, logits = train_step(
                 self.network,  # the model (wrapped for torchrun or torch.compile when asked)
                 self.optimizer,
                 images,
@@ -252,9 +260,13 @@ class Trainer:
                 loss_fn=self.loss,  # None: cross entropy; notebook 09's trainers bring their own
                 amp_dtype=self.amp_dtype,  # float32 on a CPU; on a GPU, see vitcourse.scaling
                 scaler=self.scaler,
-            ).item()
+                return_logits=True,  # to count the batch's right answers
+            )
+            loss = loss.item()
             self.step, self.batch = self.step + 1, self.batch + 1
             self.history.step_losses.append(loss)
+            if logits is not None:  # a classifier: its accuracy on this training batch
+                self.history.step_accuracies.append(accuracy(logits, labels))
             self.step_end(loss)  # the callbacks: progress bars, live plots, ...
             if self.config.minutes is not None and self.time_is_up():
                 break
@@ -305,11 +317,22 @@ class Trainer:
         self.clock.count()
 
     def epoch_record(self, val: dict, start: float, first_step: int) -> dict:
-        """The epoch's line in the history: mean training loss, validation, time, steps."""
+        """The epoch's line in the history: the means of the training loss and accuracy over the
+        epoch's steps, validation, time, steps."""
         losses = self.history.step_losses[first_step:]
+        # The epoch's accuracies are the last ones (a run resumed from a checkpoint written before
+        # they were recorded has fewer of them than losses).
+        steps = self.step - first_step
+        accuracies = self.history.step_accuracies[-steps:] if steps else []
         return {
             "epoch": self.epoch,
             "train_loss": mean_over_processes(sum(losses) / max(len(losses), 1), self.device),
+            # None when the model does not classify (pre-training)
+            "train_acc": (
+                mean_over_processes(sum(accuracies) / len(accuracies), self.device)
+                if accuracies
+                else None
+            ),
             "val_loss": val["loss"],
             "val_acc": val.get("acc"),  # None when the model does not classify (pre-training)
             "seconds": self.clock.since(start),  # wall time, validation included
