@@ -16,6 +16,14 @@ from vitcourse.paper import (
 
 matplotlib.use("Agg")
 
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")  # a figure left open would show in later tests (and in a notebook's output)
+
 
 def test_table_5s_jft_column_is_table_6s_rows_of_the_same_models():
     """The paper reports the JFT-300M models twice (Table 5 and Table 6): a typo in either copy
