@@ -34,3 +34,14 @@ def pytest_collection_modifyitems(items):
             if item.path.name in NEEDS_EXTRAS and missing and not os.environ.get("CI"):
                 reason = f"needs {', '.join(missing)}: pip install -r requirements-extras.txt"
                 item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@pytest.fixture(autouse=True)
+def _no_figure_outlives_its_test():
+    """Close every matplotlib figure a test left open: one test's leftovers would otherwise count
+    in another's `plt.get_fignums()` (which a test runs after depends on which are installed)."""
+    yield
+    import sys
+
+    if "matplotlib.pyplot" in sys.modules:  # only where a test drew something
+        sys.modules["matplotlib.pyplot"].close("all")
