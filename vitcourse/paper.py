@@ -67,9 +67,16 @@ def family(model: str) -> str:
     return "hybrid" if "+" in model else "ResNet" if model.startswith("ResNet") else "ViT"
 
 
-def _legend_below(ax: plt.Axes, ncol: int) -> None:
-    # Below the axes, never over the data.
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=ncol, fontsize=9, frameon=False)
+def _finish(fig: plt.Figure, ax: plt.Axes, xlabel: str, title: str) -> plt.Figure:
+    """What both charts share: the accuracy axis, a grid, and the legend below the axes, never
+    over the data."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("ImageNet top-1 accuracy (%)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, fontsize=9, frameon=False)
+    fig.tight_layout()
+    return fig
 
 
 def data_scaling_figure(with_deit: bool = True) -> plt.Figure:
@@ -86,13 +93,8 @@ def data_scaling_figure(with_deit: bool = True) -> plt.Figure:
     ticks = {name: size / 1e6 for name, size in PRETRAINING_IMAGES.items()}
     ax.set_xticks(list(ticks.values()), [f"{name}\n{t:g}M images" for name, t in ticks.items()])
     ax.minorticks_off()
-    ax.set_xlabel("pre-training dataset (log scale)")
-    ax.set_ylabel("ImageNet top-1 accuracy (%)")
-    ax.set_title("ViT paper, Table 5 (the numbers behind Figure 3)", fontsize=10)
-    ax.grid(alpha=0.3)
-    _legend_below(ax, ncol=3)
-    fig.tight_layout()
-    return fig
+    title = "ViT paper, Table 5 (the numbers behind Figure 3)"
+    return _finish(fig, ax, "pre-training dataset (log scale)", title)
 
 
 def compute_figure() -> plt.Figure:
@@ -109,10 +111,5 @@ def compute_figure() -> plt.Figure:
                     fontsize=8, color=colour)  # fmt: skip
     ax.set_ylim(top=max(r[2] for r in TABLE_6) + 1.5)  # room for the names
     ax.set_xscale("log")
-    ax.set_xlabel("pre-training compute (exaFLOPs, log scale)")
-    ax.set_ylabel("ImageNet top-1 accuracy (%)")
-    ax.set_title("ViT paper, Table 6 (the numbers behind Figure 5): all on JFT-300M", fontsize=10)
-    ax.grid(alpha=0.3)
-    _legend_below(ax, ncol=3)
-    fig.tight_layout()
-    return fig
+    title = "ViT paper, Table 6 (the numbers behind Figure 5): all on JFT-300M"
+    return _finish(fig, ax, "pre-training compute (exaFLOPs, log scale)", title)

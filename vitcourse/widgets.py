@@ -17,9 +17,10 @@ from matplotlib.ticker import MaxNLocator
 from vitcourse.embedding import position_similarity
 from vitcourse.patching import draw_patch_grid, patchify
 
-# Weights over a picture: orange, from see-through (0) to mostly opaque (the largest weight).
+# Weights over a picture: orange, from see-through (0) to mostly opaque (the largest weight);
+# the same orange as the live training figure's (`vitcourse.live.overlay`).
 _OVERLAY = LinearSegmentedColormap.from_list(
-    "overlay", [(1.0, 0.45, 0.0, 0.0), (1.0, 0.45, 0.0, 0.85)]
+    "overlay", [(1.0, 0.35, 0.0, 0.0), (1.0, 0.35, 0.0, 0.85)]
 )
 
 # --- notebook 01: patch size -----------------------------------------------------------------
@@ -139,15 +140,9 @@ def attention_figure(
     row = matrix[query]
     g = round((T - 1) ** 0.5)
     if image is not None and g * g == T - 1:
-        C, H, W = image.shape
-        picture = image.detach().cpu().permute(1, 2, 0).numpy()
-        right.imshow(picture[..., 0] if C == 1 else picture, cmap="gray", extent=(0, W, H, 0))
-        # One hue, more opaque where the weight is larger: the image stays readable under it.
-        heat = row[1:].reshape(g, g)
-        weights_map = right.imshow(heat.numpy(), cmap=_OVERLAY, vmin=0, extent=(0, W, H, 0))
+        weights_map = heat_overlay(right, image, row[1:].reshape(g, g))
         fig.colorbar(weights_map, ax=right, fraction=0.046, label="weight on the patch")
         right.set_title(f"query {query}'s weights on the patches (cls: {row[0]:.2f})", fontsize=10)
-        right.axis("off")
     else:
         right.bar(range(T), row.numpy())
         right.set_xlabel("key token")
@@ -177,9 +172,10 @@ def _show(fig: plt.Figure) -> None:
 
 
 def heat_overlay(ax: plt.Axes, picture: torch.Tensor, heat: torch.Tensor, stretch: bool = False):
-    """Draw a (C, H, W) picture in [0, 1] in grayscale, and a (g, g) map over it in orange.
+    """Draw a (C, H, W) picture in [0, 1] in grayscale, and a (g, g) map over it in orange
+    (notebook 03's attention figure and notebook 07's).
 
-    The map is drawn in `_OVERLAY`'s one hue (notebook 03's): see-through at 0, most opaque at
+    The map is drawn in `_OVERLAY`'s one hue: see-through at 0, most opaque at
     the map's largest value, so the picture stays readable underneath. With `stretch`, the map's
     smallest value is the see-through end instead of 0: that shows small differences in a nearly
     even map, so say so where it is used. A colour picture is shown as its luminance, so that the
