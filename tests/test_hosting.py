@@ -22,6 +22,7 @@ from vitcourse.hosting import (
     HOSTED_PACKAGES,
     RAW_URL,
     REPOSITORY,
+    colab_url,
     fetch_course_files,
     time_estimate,
 )
@@ -92,6 +93,7 @@ def test_on_a_laptop_setup_only_reports(monkeypatch, capsys):
     assert run.commands == [] and urls == []  # nothing installed, nothing downloaded
     assert "VITCOURSE_DATA" not in environment.os.environ
     assert report["where"] == "this machine" and "set-up" not in report
+    assert report["edition"].startswith("vitcourse ") and "this checkout" in report["edition"]
     assert report["time"] == "full mode took 5.5 minutes on a 2-core CPU"
     assert "advice" not in report
     assert "device:      cpu" in capsys.readouterr().out
@@ -104,6 +106,7 @@ def test_on_colab_setup_installs_around_torch_fetches_the_data_and_turns_on_widg
     run, urls = Recorder(), []
     report = prepare_environment("08_vit_vs_cnn", run=run, fetch=from_the_repository(urls))
     assert report["where"] == "colab"
+    assert report["edition"] == f"vitcourse from github.com/{REPOSITORY}, main (vitcourse.hosting.BRANCH)"
     # One pip command, for the missing package only; torch and torchvision held where they are.
     [command] = run.commands
     assert command[:4] == [sys.executable, "-m", "pip", "install"]
@@ -223,3 +226,6 @@ def test_the_readme_links_every_notebook_and_its_student_copy_to_colab():
         assert f"({base}/notebooks/{path.name})" in readme, path.name
         assert f"({base}/student/{path.name})" in readme, path.name
         assert (ROOT / "student" / path.name).exists()
+        # the book links the same two (book/conf.py builds them with colab_url)
+        assert colab_url("notebooks", path.name) == f"{base}/notebooks/{path.name}"
+        assert colab_url("student", path.name) == f"{base}/student/{path.name}"

@@ -10,6 +10,7 @@ accuracy against training time (`Timeline`, notebook 08's race), and the live pl
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -107,7 +108,9 @@ class ProgressCallback(Callback):
             initial=self._done(trainer),
             unit="s" if budget else "step",
             desc="training",
-            disable=None,  # silent when the output is not a terminal (tqdm.auto shows widgets)
+            # silent when the output is not a terminal (tqdm.auto shows widgets), or where tqdm's
+            # own switch TQDM_DISABLE is set (the book sets it: a frozen widget is no use there)
+            disable=True if os.environ.get("TQDM_DISABLE") else None,
             dynamic_ncols=True,
         )
 

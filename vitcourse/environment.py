@@ -9,6 +9,7 @@ notebook takes.
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import platform
 import subprocess
@@ -132,6 +133,18 @@ def setup(notebook: str | None = None, run=subprocess.run, fetch=None) -> None:
         print(f"{key + ':':<12} {value}")
 
 
+def edition(host: str | None) -> str:
+    """Which edition of the course runs: on Colab or Kaggle, the repository and branch (or tag) the
+    set-up cell installs it and its data from; elsewhere the version of this checkout."""
+    if host:
+        return f"vitcourse from github.com/{REPOSITORY}, {BRANCH} (vitcourse.hosting.BRANCH)"
+    try:
+        version = importlib.metadata.version("vitcourse")
+    except importlib.metadata.PackageNotFoundError:
+        version = "not installed"
+    return f"vitcourse {version}, this checkout (requirements.txt; a class pins constraints.txt)"
+
+
 def prepare_environment(
     notebook: str | None = None, run=subprocess.run, fetch=None
 ) -> dict[str, str]:
@@ -153,6 +166,7 @@ def prepare_environment(
     device = pick_device()
     report = {
         "where": host or "this machine",
+        "edition": edition(host),
         "device": environment_report()["device"],
         "torch": torch.__version__,
         "quick mode": "on" if quick_mode() else "off",

@@ -29,6 +29,12 @@ REPOSITORY = "vitcourse/vitcourse"
 BRANCH = "main"
 RAW_URL = f"https://raw.githubusercontent.com/{REPOSITORY}/{BRANCH}/data/"
 
+
+def colab_url(folder: str, notebook: str) -> str:
+    """A notebook of the repository opened on Colab: folder "notebooks" (the teacher's version,
+    with the solutions) or "student" (the exercises open). The README and the book link these."""
+    return f"https://colab.research.google.com/github/{REPOSITORY}/blob/{BRANCH}/{folder}/{notebook}"
+
 # What the notebooks import that a hosted runtime may lack: import name -> pip requirement. Not
 # torch and torchvision, which every hosted runtime has preinstalled (built for its GPU) and
 # `setup` never reinstalls, nor numpy and matplotlib, which come with them there (the package

@@ -12,7 +12,7 @@ edited by hand.
 
 Each copy also carries nbgrader's cell metadata (schema version 3), so a teacher already on nbgrader
 can use them: an exercise's cell is a solution cell (`grade_id` = the exercise's name), its check
-cell a locked autograder test worth one point (`grade_id` = "check_" + the name). With
+cell a locked autograder test worth one point (`grade_id` = `"check_"` + the name). With
 `--nbgrader-source` the solutions stay in: the notebooks for nbgrader's `source/` folder, from
 which `nbgrader generate_assignment` makes its own release copies; their check cells carry a hidden
 test (`HIDDEN_TEST`) so that nbgrader's autograder gives no point for an exercise left open.

@@ -7,9 +7,9 @@ came back with the reference and picks the hint. Between them the answer goes th
 included, arrives as `Other`, which names its type and nothing more.
 
 The class grader (`vitcourse.grade`) runs `run` in a sandbox and `judge` in its own process, so
-whatever the learner's code returns, the judge sees only plain `torch.Tensor`s and numbers. In a
-notebook both sides run in one process and in the same way, so a learner and a graded student
-get the same verdict and the same hint.
+whatever the learner's code returns, the judge sees only plain tensors (`torch.Tensor`) and
+numbers. In a notebook both sides run in one process and in the same way, so a learner and a
+graded student get the same verdict and the same hint.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def pack(value) -> tuple[bytes, bytes]:
 
 
 def unpack(structure: bytes, tensors: bytes):
-    """The answer `pack` wrote: plain Python values, `torch.Tensor`s and `Other`s."""
+    """The answer `pack` wrote: plain Python values, tensors (`torch.Tensor`) and `Other`."""
     loaded = load_tensors(tensors) if tensors else {}
 
     def value(v, depth: int = 0):

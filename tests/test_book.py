@@ -1,0 +1,372 @@
+"""The course's book (book/build) as a reader sees it, in Debian's Chromium driven by Playwright.
+
+The book is built once for this module: in quick mode into a temporary folder (every notebook
+executed, with small data), or, where `VITCOURSE_BOOK_HTML` names a built book's html folder, that
+one (`.ci/run` builds the real book in full mode first and hands it over). It is served on
+127.0.0.1, and the tests check what a reader meets:
+
+- every page in the navigation loads with no console error, no failed request and nothing asked of
+  another site (the book works offline);
+- each notebook's page shows, loaded, as many images as its executed notebook has image outputs,
+  and every cell that draws one gives it alt text (the notebook's cell metadata);
+- no page shows a traceback, an error or anything written to stderr;
+- every same-site link, image, stylesheet and script resolves (anchors included);
+- the Colab links name notebooks that exist in the repository;
+- axe-core finds no critical accessibility violation, and every figure's alt text says what it
+  shows (a sentence, not a file name).
+
+`test_the_checks_fail_on_a_broken_page` breaks a page on purpose (an error output, a figure gone,
+a dead link, a file name for alt text) and sees every check fail; `test_a_failing_cell_stops_the_
+build` builds a book from a notebook whose cell raises. Needs requirements-book.txt and Chromium
+(`sudo apt-get install chromium`); without them the tests are skipped, except under CI.
+
+    pytest tests/test_book.py
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import pytest
+
+from tests.conftest import need
+from vitcourse.hosting import BRANCH, REPOSITORY
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+COLAB = f"https://colab.research.google.com/github/{REPOSITORY}/blob/{BRANCH}/"
+TRACEBACK = "Traceback (most recent call last)"  # a printed, caught error is a lesson; this is not
+
+pytestmark = pytest.mark.slow
+
+
+def _need_book_tools():
+    need("myst_nb", "pip install -r requirements-book.txt")
+    need("axe_playwright_python", "pip install -r requirements-book.txt")
+    if not CHROMIUM:
+        message = "the book's test needs Chromium (sudo apt-get install chromium)"
+        if os.environ.get("CI"):
+            pytest.fail(message + "; under CI a missing browser is a failure")
+        pytest.skip(message)
+
+
+def build_book(folder: Path, notebooks: Path = ROOT / "notebooks") -> subprocess.CompletedProcess:
+    """Build the book from a copy of book/ in `folder`, in quick mode; the html is in
+    folder/book/_build/html."""
+    source = folder / "book"
+    shutil.copytree(
+        ROOT / "book", source, ignore=shutil.ignore_patterns("_build", "notebooks", "docs")
+    )
+    shutil.rmtree(source / "reference", ignore_errors=True)
+    env = dict(
+        os.environ,
+        VITCOURSE_QUICK="1",
+        VITCOURSE_ROOT=str(ROOT),
+        VITCOURSE_BOOK_NOTEBOOKS=str(notebooks),
+        VITCOURSE_BOOK_CACHE=str(folder / "cache"),
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+    )
+    return subprocess.run(
+        ["bash", str(source / "build"), "-q"],
+        env=env, capture_output=True, text=True, timeout=1500,
+    )
+
+
+@pytest.fixture(scope="module")
+def book(tmp_path_factory) -> Path:
+    """The built book's html folder."""
+    _need_book_tools()
+    given = os.environ.get("VITCOURSE_BOOK_HTML")
+    if given:
+        html = Path(given).resolve()
+        assert (html / "index.html").exists(), f"VITCOURSE_BOOK_HTML={given} holds no index.html"
+        return html
+    folder = tmp_path_factory.mktemp("book")
+    done = build_book(folder)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return folder / "book" / "_build" / "html"
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # the tests report what failed; no line per request
+        pass
+
+
+def serve(html: Path) -> str:
+    """Serve a folder on 127.0.0.1 in a thread; its address."""
+    handler = functools.partial(_Quiet, directory=str(html))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}/"
+
+
+def executed(html: Path, page: str) -> dict:
+    """The notebook of `page` (notebooks/NN_name.html) with the outputs the book shows: the staged
+    source merged with its run in the build's jupyter-cache (book/conf.py says where that is)."""
+    import nbformat
+    from jupyter_cache import get_cache
+
+    source = nbformat.read(html / "_sources" / Path(page).with_suffix(".ipynb"), as_version=4)
+    cache = get_cache((html.parent / "execution-cache.txt").read_text())
+    return cache.merge_match_into_notebook(source)[1]
+
+
+def image_outputs(notebook: dict) -> int:
+    return sum(
+        any(mime.startswith("image/") for mime in output.get("data", {}))
+        for cell in notebook["cells"]
+        if cell["cell_type"] == "code"
+        for output in cell.get("outputs", [])
+    )
+
+
+def cells_drawing_without_alt(notebook: dict) -> list[str]:
+    """The ids of cells that drew a figure but carry no alt text for it (cell metadata
+    mystnb.image.alt, which MyST-NB puts on the page's <img>)."""
+    return [
+        cell.get("id", "?")
+        for cell in notebook["cells"]
+        if cell["cell_type"] == "code"
+        and any(any(m.startswith("image/") for m in o.get("data", {})) for o in cell["outputs"])
+        and not cell["metadata"].get("mystnb", {}).get("image", {}).get("alt")
+    ]
+
+
+def navigation(html: Path) -> list[str]:
+    """Every page the navigation reaches, from the landing page: its sidebar, and the sidebars
+    of the pages it leads to (the reference's module pages)."""
+    from bs4 import BeautifulSoup
+
+    pages, queue = ["index.html"], ["index.html"]
+    while queue:
+        page = queue.pop()
+        soup = BeautifulSoup((html / page).read_text(), "html.parser")
+        for a in soup.select("nav.bd-docs-nav a.reference.internal[href]"):
+            target = _resolve(page, a["href"]).split("#")[0]
+            if target and target not in pages and (html / target).is_file():
+                pages.append(target)
+                queue.append(target)
+    return pages
+
+
+def _resolve(page: str, href: str) -> str:
+    """A same-site href on `page`, as a path from the html folder ('' for another site)."""
+    parsed = urlparse(href)
+    if parsed.scheme or parsed.netloc or href.startswith(("mailto:", "javascript:")):
+        return ""
+    if not parsed.path:
+        return f"{page}#{parsed.fragment}"
+    path = os.path.normpath(os.path.join(os.path.dirname(page), unquote(parsed.path)))
+    return path + (f"#{parsed.fragment}" if parsed.fragment else "")
+
+
+@functools.cache
+def _ids(page: Path) -> frozenset[str]:
+    """The ids on a page, the anchors a link can name."""
+    return frozenset(re.findall(r'\bid="([^"]+)"', page.read_text()))
+
+
+def page_problems(html: Path, page: str) -> list[str]:
+    """What a reader would meet on `page` that is wrong, read from its HTML: error output, a
+    traceback, stderr, a dead same-site link, an image or script that is not there, an anchor
+    that is nowhere, a Colab link to a notebook that does not exist, a figure without a sentence
+    for alt text, and (for a notebook) fewer or more images than its executed notebook has."""
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup((html / page).read_text(), "html.parser")
+    article = soup.select_one("article") or soup
+    problems = []
+    for output in article.select(".output.error, .output.traceback, .output.stderr"):
+        problems.append(f"{page}: an output shows {output['class']}: {output.get_text()[:200]!r}")
+    for output in article.select(".cell_output"):
+        if TRACEBACK in output.get_text():
+            problems.append(f"{page}: an output shows a traceback: {output.get_text()[:200]!r}")
+    links = [(tag, "href") for tag in soup.select("a[href], link[href]")]
+    links += [(tag, "src") for tag in soup.select("img[src], script[src]")]
+    for tag, attribute in links:
+        value = tag[attribute]
+        if value.startswith(COLAB):
+            if not (ROOT / value[len(COLAB):]).is_file():
+                problems.append(f"{page}: a Colab link names no file of the repository: {value}")
+            continue
+        target = _resolve(page, value)
+        if not target:
+            continue
+        path, _, anchor = target.partition("#")
+        if not (html / path).is_file():
+            problems.append(f"{page}: {attribute}={value} leads nowhere")
+        elif anchor and path.endswith(".html"):
+            if anchor not in _ids(html / path):
+                problems.append(f"{page}: {value}: {path} has no #{anchor}")
+    images = article.select("img")
+    for image in images:
+        alt = image.get("alt", "")
+        if len(alt.split()) < 5 or alt.endswith((".png", ".jpg", ".svg")):
+            problems.append(f"{page}: a figure's alt text does not say what it shows: {alt!r}")
+    if page.startswith("notebooks/"):
+        expected = image_outputs(executed(html, page))
+        if len(images) != expected:
+            problems.append(f"{page}: {len(images)} images shown, its notebook has {expected}")
+    return problems
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM)
+        yield chromium
+        chromium.close()
+
+
+def browse(browser, address: str, pages: list[str]) -> dict[str, dict]:
+    """Open each page; per page: console errors, failed or off-site requests, images that did
+    not load, and axe-core's violations."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    axe = Axe()
+    context = browser.new_context()
+    offsite = []
+    context.route(
+        re.compile(r"^(?!http://127\.0\.0\.1).*"),
+        lambda route: (offsite.append(route.request.url), route.abort()),
+    )
+    seen = {}
+    for page_name in pages:
+        page = context.new_page()
+        errors, failed = [], []
+        page.on("console", lambda m, e=errors: m.type == "error" and e.append(m.text))
+        page.on("pageerror", lambda exc, e=errors: e.append(str(exc)))
+        page.on("response", lambda r, f=failed: r.status >= 400 and f.append(f"{r.status} {r.url}"))
+        offsite.clear()
+        page.goto(address + page_name, wait_until="networkidle")
+        unloaded = page.eval_on_selector_all(
+            "article img", "images => images.filter(i => !(i.complete && i.naturalWidth > 0))"
+            ".map(i => i.getAttribute('src'))",
+        )
+        # axe's CSS preload fetches @import-ed sheets relative to the page, not to the sheet that
+        # imports them (a 404 of its own making); the one rule that needs it checks orientation.
+        options = {"resultTypes": ["violations"], "preload": False}
+        violations = axe.run(page, options=options).response["violations"]
+        seen[page_name] = {
+            "errors": errors,
+            "failed": failed,
+            "offsite": list(offsite),
+            "unloaded": unloaded,
+            "critical": [v["id"] for v in violations if v["impact"] == "critical"],
+        }
+        page.close()
+    context.close()
+    return seen
+
+
+def browser_problems(seen: dict[str, dict]) -> list[str]:
+    return [
+        f"{page}: {what}: {found}"
+        for page, report in seen.items()
+        for what, found in report.items()
+        if found
+    ]
+
+
+@pytest.fixture(scope="module")
+def browsed(book, browser):
+    return browse(browser, serve(book), navigation(book))
+
+
+def test_the_navigation_reaches_every_notebook_and_page(book):
+    pages = navigation(book)
+    notebooks = sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    for name in notebooks:
+        assert f"notebooks/{Path(name).with_suffix('.html')}" in pages, name
+    for page in ["docs/teachers.html", "docs/scaling.html", "reference.html",
+                 "reference/vitcourse.attention.html", "reference/vitcourse.checks.harness.html"]:
+        assert page in pages, page
+
+
+def test_every_page_loads_without_a_console_error_or_a_request_elsewhere(browsed):
+    assert browser_problems(browsed) == []
+
+
+def test_no_page_shows_an_error_a_dead_link_or_a_figure_without_words(book):
+    problems = [problem for page in navigation(book) for problem in page_problems(book, page)]
+    assert problems == []
+
+
+def test_each_notebook_page_shows_every_figure_its_notebook_draws(book):
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        page = f"notebooks/{path.with_suffix('.html').name}"
+        notebook = executed(book, page)
+        assert image_outputs(notebook) > 0, path.name
+        assert cells_drawing_without_alt(notebook) == [], path.name
+        assert page_problems(book, page) == []  # the page shows exactly the drawn ones
+
+
+def test_every_notebook_page_links_to_itself_and_its_student_copy_on_colab(book):
+    from bs4 import BeautifulSoup
+
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        page = book / "notebooks" / path.with_suffix(".html").name
+        hrefs = [a["href"] for a in BeautifulSoup(page.read_text(), "html.parser").select("a")]
+        assert f"{COLAB}notebooks/{path.name}" in hrefs, path.name
+        assert f"{COLAB}student/{path.name}" in hrefs, path.name
+
+
+def test_the_checks_fail_on_a_broken_page(book, browser, tmp_path):
+    site = tmp_path / "html"
+    shutil.copytree(book, site)
+    shutil.copy(book.parent / "execution-cache.txt", site.parent / "execution-cache.txt")
+    page = "notebooks/03_attention.html"
+    assert page_problems(site, page) == []
+    text = (site / page).read_text()
+    for _ in range(2):  # two figures gone (one broken image is added below)
+        first = text.index("<img")
+        text = text[:first] + text[text.index(">", first) + 1 :]
+    broken = (
+        '<div class="cell_output docutils container"><div class="output traceback highlight-'
+        'ipythontb notranslate"><pre>Traceback (most recent call last):\nValueError: shapes'
+        '</pre></div></div>'
+        '<a href="no_such_page.html">a dead link</a>'
+        '<a href="01_patches.html#no-such-section">a dead anchor</a>'
+        f'<a href="{COLAB}notebooks/99_missing.ipynb">Colab</a>'
+        '<img alt="../_images/figure.png" src="../_static/no_such.png">'
+        "<script>console.error('broken on purpose')</script>"
+    )
+    text = text.replace("</article>", broken + "</article>", 1)
+    (site / page).write_text(text)
+    found = "\n".join(page_problems(site, page))
+    for expected in ["traceback", "no_such_page.html leads nowhere", "has no #no-such-section",
+                     "99_missing.ipynb", "alt text does not say", "images shown",
+                     "no_such.png leads nowhere"]:
+        assert expected in found, expected
+    seen = browse(browser, serve(site), [page])[page]
+    assert "broken on purpose" in seen["errors"]
+    assert any("no_such.png" in url for url in seen["failed"])
+    assert seen["unloaded"] == ["../_static/no_such.png"]
+
+
+def test_a_failing_cell_stops_the_build(tmp_path):
+    _need_book_tools()
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    source = json.loads((ROOT / "notebooks" / "04_transformer_block.ipynb").read_text())
+    source["cells"] = source["cells"][:1] + [{
+        "cell_type": "code", "execution_count": None, "id": "broken", "metadata": {},
+        "outputs": [], "source": "raise ValueError('broken on purpose')",
+    }]
+    (notebooks / "04_transformer_block.ipynb").write_text(json.dumps(source))
+    done = build_book(tmp_path, notebooks)
+    assert done.returncode != 0
+    said = done.stdout + done.stderr
+    assert "04_transformer_block" in said and "broken on purpose" in said, said[-3000:]
