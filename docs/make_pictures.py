@@ -1,12 +1,21 @@
 """Make the README's pictures from the course's own code and shipped data: `python docs/make_pictures.py`.
 
-Each picture is a small PNG in this folder, drawn by the same functions the notebooks call, so
-anyone can make them again after a change (`tests/test_docs.py` runs this script).
+Each picture is a small PNG in this folder. The map of the model is drawn by the function notebooks
+00 and 01 call; the others are figures the notebooks draw, taken from the notebooks themselves:
+the script executes each notebook (as nbmake and the book do, in full mode, with the shipped models
+and results), takes the image its cell drew, and shrinks it. So anyone can make them again after a
+change, and a picture is always what a learner sees. Full mode takes about 6 minutes on a 2-core CPU
+(notebook 06 trains for 5); `--quick` runs the notebooks in quick mode, in seconds each, which is
+what `tests/test_docs.py` does to prove the script still runs (the committed pictures are full
+mode's).
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
+import io
+import os
 from pathlib import Path
 
 import matplotlib
@@ -20,6 +29,17 @@ from vitcourse.diagrams import model_map_figure  # noqa: E402
 from vitcourse.vit import preset_for  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
+NOTEBOOKS = HERE.parent / "notebooks"
+WIDTH = 900  # pixels: sharp in a README's column, small as a file
+
+# name -> (notebook, id of the cell whose figure it is)
+FROM_NOTEBOOKS = {
+    "live_training.png": ("06_training", "665ea6aa"),
+    "sqrt_d.png": ("03_attention", "93a766ff"),
+    "rollout.png": ("07_inside_a_vit", "bcf8f038"),
+    "race.png": ("08_vit_vs_cnn", "7431bdad"),
+    "mae.png": ("09_when_vits_win", "d7da5cb5"),
+}
 
 
 def model_map(out: Path) -> Path:
@@ -35,16 +55,47 @@ def model_map(out: Path) -> Path:
     return path
 
 
-PICTURES = [model_map]
+def executed(notebook: str, quick: bool) -> dict:
+    """The notebook, executed in a fresh kernel in its own folder (explorers skipped, as nbmake
+    and the book skip them)."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    os.environ["VITCOURSE_QUICK"] = "1" if quick else "0"  # the kernel inherits it
+    os.environ["TQDM_DISABLE"] = "1"
+    nb = nbformat.read(NOTEBOOKS / f"{notebook}.ipynb", as_version=4)
+    NotebookClient(nb, timeout=1800, resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
+    return nb
+
+
+def cell_picture(nb: dict, cell_id: str, path: Path) -> Path:
+    """The first image the cell drew, shrunk to WIDTH pixels and saved as a PNG of 256 colours."""
+    from PIL import Image
+
+    cell = next(c for c in nb["cells"] if c.get("id") == cell_id)
+    data = next(o["data"]["image/png"] for o in cell["outputs"] if "image/png" in o.get("data", {}))
+    with Image.open(io.BytesIO(base64.b64decode(data))) as image:
+        image = image.convert("RGB")
+        if image.width > WIDTH:
+            image = image.resize((WIDTH, round(image.height * WIDTH / image.width)), Image.LANCZOS)
+        image.quantize(256).save(path, optimize=True)
+    return path
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=HERE, help="folder for the PNGs")
-    out = parser.parse_args(argv).out
-    out.mkdir(parents=True, exist_ok=True)
-    for draw in PICTURES:
-        path = draw(out)
+    parser.add_argument("--quick", action="store_true", help="notebooks in quick mode (a test)")
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    made = [model_map(args.out)]
+    runs: dict[str, dict] = {}
+    for name, (notebook, cell_id) in FROM_NOTEBOOKS.items():
+        if notebook not in runs:
+            print(f"executing {notebook} ({'quick' if args.quick else 'full'} mode)", flush=True)
+            runs[notebook] = executed(notebook, args.quick)
+        made.append(cell_picture(runs[notebook], cell_id, args.out / name))
+    for path in made:
         print(f"{path} ({path.stat().st_size / 1000:.0f} kB)")
 
 

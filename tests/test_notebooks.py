@@ -97,19 +97,19 @@ def _markdown(name: str) -> str:
     return "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
 
 
-def test_the_readme_quotes_the_shipped_race_and_notebook_08s_text_none_of_it():
-    """The README's table describes the race notebook 08 loads: each test accuracy and pass count
+def test_the_results_page_quotes_the_shipped_race_and_notebook_08s_text_none_of_it():
+    """docs/results.md's table describes the race notebook 08 loads: each test accuracy and pass count
     is the shipped file's. The notebook's own text quotes none of them: it prints them from the
     results it loaded or raced, so a live race never disagrees with a table in the text."""
     text = _markdown("08_vit_vs_cnn.ipynb")
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "results.md").read_text()  # the README links it
     results = _race_results()
     assert set(results) == {("ViT", 1.0), ("CNN", 1.0), ("ViT", 0.1), ("CNN", 0.1), ("hybrid", 1.0)}
     for r in results.values():
         quoted = (
             f"{100 * r['test_acc']:.2f}% ({r['epochs']:.{0 if r['epochs'] > 10 else 1}f} passes)"
         )
-        assert quoted in readme, f"the README does not quote {r['model']} {r['fraction']}: {quoted}"
+        assert quoted in readme, f"docs/results.md does not quote {r['model']} {r['fraction']}: {quoted}"
         number = f"{100 * r['test_acc']:.2f}%"
         assert number not in text, f"notebook 08's text hard-codes {number}: print it instead"
 
@@ -150,16 +150,16 @@ def test_notebook_08_loads_the_shipped_race_in_full_mode(tmp_path, monkeypatch):
 COMPARISON = ROOT / "data" / "trained" / "when_vits_win_fashion-mnist.json"
 
 
-def test_the_readme_quotes_the_shipped_comparison_and_notebook_09s_text_none_of_it():
-    """The README quotes the comparison notebook 09 loads; the notebook prints it from the file
+def test_the_results_page_quotes_the_shipped_comparison_and_notebook_09s_text_none_of_it():
+    """docs/results.md quotes the comparison notebook 09 loads; the notebook prints it from the file
     (or from its live run) and its text hard-codes none of it."""
     text = _markdown("09_when_vits_win.ipynb")
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "results.md").read_text()  # the README links it
     results = json.loads(COMPARISON.read_text())["results"]
     assert len(results) == 12 and {r["fraction"] for r in results} == {0.01, 0.1, 1.0}
     for r in results:
         quoted = f"{100 * r['test_acc']:.2f}%"
-        assert quoted in readme, f"the README does not quote {r['model']} {r['fraction']}"
+        assert quoted in readme, f"docs/results.md does not quote {r['model']} {r['fraction']}"
         assert quoted not in text, f"notebook 09's text hard-codes {quoted}: print it instead"
 
 

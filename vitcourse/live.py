@@ -120,8 +120,12 @@ class LivePlot(Callback):
         L = panels["layers"].shape[1]
         self.layers = shown_layers(L)
         columns = 2 + h + len(self.layers)  # picture, rollout, last layer's heads, some layers
-        fig = plt.figure(figsize=(1.6 * columns, 3.0 + 1.6 * B))
-        grid = fig.add_gridspec(B + 2, columns, height_ratios=[2.2, 0.15] + [1] * B)
+        # Each map row as tall as a column is wide, so the maps fill their cells: no white bands.
+        fig = plt.figure(figsize=(1.3 * columns, 3.2 + 1.3 * B))
+        grid = fig.add_gridspec(
+            B + 2, columns, height_ratios=[2.2, 0.25] + [1] * B, hspace=0.25, wspace=0.06,
+            left=0.05, right=0.99, top=0.95, bottom=0.01,
+        )
         self.loss_ax = fig.add_subplot(grid[0, : columns // 2])
         self.acc_ax = fig.add_subplot(grid[0, columns // 2 :])
         (self.step_line,) = self.loss_ax.plot(
@@ -168,7 +172,6 @@ class LivePlot(Callback):
                     blank = overlay(torch.zeros(2, 2))
                     row.append(ax.imshow(blank, extent=extent, interpolation="nearest"))
             self.maps.append(row)
-        fig.tight_layout()
         plt.close(fig)  # shown through the display handle only, never again by the inline backend
         self.fig = fig
 
