@@ -1,8 +1,8 @@
 """The course's book: Sphinx with MyST-NB and the book theme (`book/build` runs it).
 
-Sphinx reads the pages in this folder; the notebooks, and the teachers' and scaling pages of
-`docs/`, are staged into it first (`stage`, below: copies, git-ignored), because Sphinx reads only
-files under its source folder. Staging adds to each notebook a line of links (the same notebook
+Sphinx reads the pages in this folder; the notebooks and the pages of `docs/` (hosted, command
+line, scaling, bridges, teachers, results, maintainers) are staged into it first (`stage`, below:
+copies, git-ignored), because Sphinx reads only files under its source folder. Staging adds to each notebook a line of links (the same notebook
 and its student copy on Colab, built from `vitcourse.hosting` as the README's links are) and, under
 each explorer, a sentence that its sliders work in JupyterLab or Colab: the book shows the
 explorer's first view, which the cell above it draws.
@@ -43,8 +43,8 @@ def links_line(name: str) -> str:
     return (
         f"**Run it:** [this notebook on Colab]({colab_url('notebooks', name)}) · "
         f"[the student copy on Colab]({colab_url('student', name)}) "
-        "(the exercises open, without the solutions) · on your machine, "
-        f"`jupyter lab notebooks/{name}` ([set-up](../index.md#run-it-on-your-machine))"
+        "(the exercises open; this page shows the solutions) · on your machine, "
+        f"`jupyter lab student/{name}` ([set-up](../index.md#run-it-on-your-machine))"
     )
 
 

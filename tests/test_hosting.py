@@ -17,6 +17,7 @@ from vitcourse.checkpoints import shipped_model
 from vitcourse.data import load_dataset
 from vitcourse.environment import prepare_environment
 from vitcourse.hosting import (
+    BRANCH,
     COURSE_FILES,
     CPU_SECONDS,
     HOSTED_PACKAGES,
@@ -106,7 +107,7 @@ def test_on_colab_setup_installs_around_torch_fetches_the_data_and_turns_on_widg
     run, urls = Recorder(), []
     report = prepare_environment("08_vit_vs_cnn", run=run, fetch=from_the_repository(urls))
     assert report["where"] == "colab"
-    assert report["edition"] == f"vitcourse from github.com/{REPOSITORY}, main (vitcourse.hosting.BRANCH)"
+    assert report["edition"] == f"vitcourse from github.com/{REPOSITORY}, {BRANCH} (vitcourse.hosting.BRANCH)"
     # One pip command, for the missing package only; torch and torchvision held where they are.
     [command] = run.commands
     assert command[:4] == [sys.executable, "-m", "pip", "install"]
@@ -187,7 +188,8 @@ def test_every_notebook_starts_with_the_set_up_cell(path):
 
     cells = json.loads(path.read_text())["cells"]
     first = "".join(next(c for c in cells if c["cell_type"] == "code")["source"])
-    assert f'git+https://github.com/{REPOSITORY}"' in first and "--no-deps" in first
+    pinned = "" if BRANCH == "main" else f"@{BRANCH}"  # a class pinned to a tag (docs/hosted.md)
+    assert f'git+https://github.com/{REPOSITORY}{pinned}"' in first and "--no-deps" in first
     assert f'setup("{path.stem}")' in first
     assert path.stem in CPU_SECONDS  # its running time was measured, for setup to report
 
@@ -221,7 +223,7 @@ def test_the_set_up_imports_without_the_packages_it_may_have_to_install():
 def test_the_readme_links_every_notebook_and_its_student_copy_to_colab():
 
     readme = (ROOT / "README.md").read_text()
-    base = f"https://colab.research.google.com/github/{REPOSITORY}/blob/main"
+    base = f"https://colab.research.google.com/github/{REPOSITORY}/blob/{BRANCH}"
     for path in NOTEBOOKS:
         assert f"({base}/notebooks/{path.name})" in readme, path.name
         assert f"({base}/student/{path.name})" in readme, path.name
