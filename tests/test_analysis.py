@@ -202,3 +202,54 @@ def test_equivariance_error_tells_a_convolution_from_a_position_pattern():
         assert equivariance_error(lambda x: conv(x) + pattern, image, 3, 4) > 0.1  # positions
     with pytest.raises(ValueError, match="border must be between 1 and 7, got 8"):
         equivariance_error(conv, image, 3, 8)
+
+
+def _tiny_vit(**changes):
+    config = ViTConfig(
+        image_size=12, patch_size=4, dim=16, depth=2, num_heads=2, mlp_dim=32, **changes
+    )
+    torch.manual_seed(0)
+    model = VisionTransformer(config).eval()
+    with torch.no_grad():  # positions as big as a trained model's, so that they show
+        model.pos_embed.normal_()
+    return model
+
+
+def test_token_map_lays_each_token_over_its_patch():
+    from vitcourse.analysis import token_map
+
+    model = _tiny_vit()
+    image = torch.rand(2, 3, 12, 12)
+    with torch.no_grad():
+        grid = token_map(model, image, blocks=False)  # (B, D, H, W)
+        tokens = model.patch_embed(image)  # (B, N, D), reading order
+    assert grid.shape == (2, 16, 12, 12)
+    for n in range(9):  # patch n sits at row n // 3, column n % 3 of the 3 x 3 grid
+        row, col = divmod(n, 3)
+        patch = grid[:, :, 4 * row : 4 * row + 4, 4 * col : 4 * col + 4]  # (B, D, 4, 4)
+        assert torch.equal(patch, tokens[:, n, :, None, None].expand_as(patch))
+
+
+def test_a_vit_is_equivariant_to_whole_patch_shifts_until_positions_are_added():
+    """Section 3.1, measured: the patch embedding and the blocks move their tokens with a shift
+    by a whole patch; a shift by less than a patch, or the position embeddings, break that."""
+    from vitcourse.analysis import equivariance_error, token_map
+
+    model = _tiny_vit()
+    image = torch.rand(1, 3, 12, 12)
+    patch = lambda x: token_map(model, x, blocks=False)  # noqa: E731
+    no_positions = lambda x: token_map(model, x, positions=False)  # noqa: E731
+    positions = lambda x: token_map(model, x)  # noqa: E731
+    with torch.no_grad():
+        for features in (patch, no_positions):
+            assert equivariance_error(features, image, shift=4, border=5) < 1e-5  # one patch
+            assert equivariance_error(features, image, shift=3, border=5) > 0.05  # less
+        assert equivariance_error(positions, image, shift=4, border=5) > 0.05
+
+
+def test_token_map_refuses_a_hybrid():
+    from vitcourse.analysis import token_map
+
+    model = _tiny_vit(stem_channels=(8,))
+    with pytest.raises(ValueError, match="needs a pure ViT"):
+        token_map(model, torch.rand(1, 3, 12, 12))

@@ -11,7 +11,9 @@
   (Figure 7, centre).
 - `patch_embedding_filters`: principal components of the patch-embedding filters (Figure 7, left).
 - `equivariance_error` (notebook 08): how far a layer is from translation equivariance, the
-  built-in assumption of a convolution that a ViT lacks.
+  built-in assumption of a convolution; `token_map` lays a ViT's tokens back on the image's
+  pixels, so the same measure applies to a ViT (section 3.1: *"In ViT, only MLP layers are local
+  and translationally equivariant, while the self-attention layers are global."*).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from collections.abc import Callable
 
 import torch
 
-from vitcourse.embedding import position_similarity
+from vitcourse.embedding import embed_tokens, position_similarity
 
 
 def attention_rollout(maps: torch.Tensor) -> torch.Tensor:
@@ -147,3 +149,26 @@ def equivariance_error(
     inner = (..., slice(border, -border))  # columns away from the wrapped-round edges
     difference = (then_shift - shift_first)[inner].norm() / then_shift[inner].norm()
     return difference.item()
+
+
+def token_map(model, images: torch.Tensor, blocks: bool = True, positions: bool = True):
+    """A pure ViT's patch tokens laid back on the image: (B, C, H, W) -> (B, D, H, W).
+
+    Each token is repeated over the P x P pixels of its patch, so a feature map of the image's
+    width comes out and `equivariance_error` can shift it pixel by pixel, as for a convolution.
+    `blocks=False`: the patch embedding's tokens only. `blocks=True`: the tokens after every block
+    and the final norm (the cls token left out), with the position embeddings added, or, with
+    `positions=False`, without them.
+    """
+    if model.config.stem_channels:
+        raise ValueError(
+            "token_map needs a pure ViT: a hybrid's tokens do not sit on P x P patches"
+        )
+    P, g = model.config.patch_size, model.patch_embed.grid_size
+    x = model.patch_embed(model.check_images(images))  # (B, C, H, W) -> (B, N, D)
+    if blocks:
+        pos_embed = model.pos_embed if positions else torch.zeros_like(model.pos_embed)
+        x = model.forward_features(embed_tokens(x, model.cls_token, pos_embed))[:, 1:]  # (B, N, D)
+    B, N, D = x.shape
+    grid = x.transpose(1, 2).reshape(B, D, g, g)  # (B, N, D) -> (B, D, H/P, W/P)
+    return grid.repeat_interleave(P, dim=-2).repeat_interleave(P, dim=-1)  # -> (B, D, H, W)
