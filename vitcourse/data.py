@@ -1,7 +1,8 @@
 """Datasets: one door, `load_dataset`, for Fashion-MNIST, MNIST, CIFAR-10, CIFAR-100 and your own.
 
 Introduced in notebook 00. Fashion-MNIST (the default) ships with the course in
-`data/FashionMNIST/raw/` as its four official archives, so the course runs offline. The others are
+`data/FashionMNIST/raw/` as four `.gz` archives (Debian's repacks of Zalando's files: the same
+contents, checked by MD5 once unpacked), so the course runs offline. The others are
 downloaded by torchvision into the data folder when the machine is online, and checked by MD5.
 Offline with the files missing, `load_dataset` raises `DatasetNotFoundError` at once, saying how to
 get them: never a hang, never a silent swap to another dataset. A name that is the path of a

@@ -1,8 +1,8 @@
 """The datasets' files on disk: checked, unpacked, downloaded, or explained when they are missing.
 
 Introduced in notebook 00. Fashion-MNIST ships with the course in `data/FashionMNIST/raw/` as its
-four official archives: `prepare_fashion_mnist` unpacks them and checks each file's MD5, so the
-course runs offline. The other datasets are downloaded by torchvision into the data folder when
+four `.gz` archives, Debian's repacks of Zalando's official files: `prepare_fashion_mnist` unpacks
+them and checks each unpacked file against the official file's MD5, so the course runs offline. The other datasets are downloaded by torchvision into the data folder when
 the machine is online (`unpack_or_download`), and checked by MD5. Offline with the files missing,
 a `DatasetNotFoundError` comes at once, saying how to get them: never a hang, never a silent swap
 to another dataset.
