@@ -14,17 +14,19 @@ from vitcourse.checks.harness import compare, fail, randomized, seeded
 from vitcourse.checks.hints import Hint
 from vitcourse.checks.registry import exercise
 
+_ROLLOUT_MORE = (
+    "start from the identity (B, T, T); for each layer, first to last: the mean of its heads "
+    "(B, T, T), plus the identity, each row divided by its sum, multiplied onto the running "
+    "product from the left."
+)
+
 
 @exercise("attention_rollout", "07_inside_a_vit", analysis.attention_rollout)
 class check_attention_rollout:
     """Check `fn(maps (layers, B, heads, T, T)) -> (B, T, T)`: attention rollout."""
 
     called = "maps (3, 2, 2, 5, 5): 3 layers, B = 2, 2 heads, T = 5"
-    more = (
-        "start from the identity (B, T, T); for each layer, first to last: the mean of its heads "
-        "(B, T, T), plus the identity, each row divided by its sum, multiplied onto the running "
-        "product from the left."
-    )
+    more = _ROLLOUT_MORE
 
     @staticmethod
     def inputs(seed: int) -> dict:
@@ -77,6 +79,11 @@ class check_attention_rollout:
             got,
             analysis.attention_rollout(maps),
             mistakes,
+            generic=Hint(
+                "compare your loop with the recipe above the exercise, one step at a time: the "
+                "heads averaged, the identity added, the rows renormalised, the layers multiplied.",
+                more=_ROLLOUT_MORE,
+            ),
             shape_hints={
                 (3, 2, 5, 5): "that is one map per layer: multiply the layers together into one "
                 "(B, T, T) map.",

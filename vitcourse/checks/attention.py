@@ -122,7 +122,11 @@ class check_attention:
             weights,
             expected_weights,
             weight_mistakes,
-            generic=Hint("the weights are not " + _EQUATION + ".", more=_ATTENTION_MORE),
+            generic=Hint(
+                "the weights do not follow " + _EQUATION + ". Check each step, from the scores "
+                "to the softmax.",
+                more=_ATTENTION_MORE,
+            ),
             what="the weights",
         )
         compare(

@@ -13,6 +13,11 @@ from vitcourse.embedding import embed_tokens
 
 _SIZES = {"image_size": 16, "patch_size": 4, "in_channels": 3, "dim": 8}  # PatchEmbedding's check
 
+_EMBED_MORE = (
+    "the convolution gives (B, D, H/P, W/P). Two steps make it (B, N, D): merge the grid's two "
+    "axes into one axis of N patches, then move D to the end."
+)
+
 
 @exercise("PatchEmbedding", "02_embeddings", embedding.PatchEmbedding)
 class check_patch_embedding:
@@ -20,10 +25,7 @@ class check_patch_embedding:
     (B, C, H, W) -> (B, N, D)."""
 
     called = "images (2, 3, 16, 16), in a PatchEmbedding(16, 4, 3, 8) with the reference's weights"
-    more = (
-        "the convolution gives (B, D, H/P, W/P). Two steps make it (B, N, D): merge the grid's two "
-        "axes into one axis of N patches, then move D to the end."
-    )
+    more = _EMBED_MORE
 
     @staticmethod
     def inputs(seed: int) -> dict:
@@ -65,6 +67,11 @@ class check_patch_embedding:
             got,
             expected,
             mistakes,
+            generic=Hint(
+                "the tokens are not the convolution's outputs in the order the transformer wants: "
+                "one token per patch, in reading order, D numbers each.",
+                more=_EMBED_MORE,
+            ),
             shape_hints={
                 (2, 8, 16): Hint(
                     "that is (B, D, N): the width D should come last, (B, N, D).",
@@ -74,6 +81,12 @@ class check_patch_embedding:
                 "tokens, then put D last.",
             },
         )
+
+
+_TOKENS_MORE = (
+    "the paper's equation 1 (section 3.1): the sequence is [cls token; patch tokens] + E_pos, "
+    "T = N + 1 tokens, joined along the token axis (dim 1)."
+)
 
 
 @exercise("embed_tokens", "02_embeddings", embed_tokens)
@@ -93,10 +106,7 @@ class check_embed_tokens:
             ),
         )
     ]
-    more = (
-        "the paper's equation 1 (section 3.1): the sequence is [cls token; patch tokens] + E_pos, "
-        "T = N + 1 tokens, joined along the token axis (dim 1)."
-    )
+    more = _TOKENS_MORE
 
     @staticmethod
     def inputs(seed: int) -> dict:
@@ -143,6 +153,11 @@ class check_embed_tokens:
             got,
             embed_tokens(x, cls_token, pos),
             mistakes,
+            generic=Hint(
+                "compare your steps with the paper's equation 1 (section 3.1): the cls token in "
+                "front of the patch tokens, then the position embeddings added to every token.",
+                more=_TOKENS_MORE,
+            ),
             shape_hints={
                 (3, 4, 6): "the cls token is an extra token in front of the patches (T = N + 1), "
                 "not added to them.",

@@ -26,6 +26,11 @@ _PERMUTE = (
     ),
 )
 
+_PATCHIFY_MORE = (
+    "write down the shape after each step: (B, C, H, W); each side split into (grid, pixel); "
+    "the axes moved so the grid comes first and the channels last; flattened to (B, N, P·P·C)."
+)
+
 
 @exercise("patchify", "01_patches", patching.patchify)
 class check_patchify:
@@ -33,10 +38,7 @@ class check_patchify:
 
     called = "images (2, 3, 8, 12), patch_size 4"
     raised = [_RESHAPE, _PERMUTE]
-    more = (
-        "write down the shape after each step: (B, C, H, W); each side split into (grid, pixel); "
-        "the axes moved so the grid comes first and the channels last; flattened to (B, N, P·P·C)."
-    )
+    more = _PATCHIFY_MORE
 
     @staticmethod
     def inputs(seed: int) -> dict:
@@ -88,10 +90,16 @@ class check_patchify:
                 lambda: images.reshape(B, 6, P * P * C),
             ),
         ]
+        generic = Hint(
+            "some patches, or some numbers inside them, are not where the instructions put them: "
+            "patches in reading order, and (row, column, channel) inside each.",
+            more=_PATCHIFY_MORE,
+        )
         compare(
             got,
             patching.patchify(images, P),
             mistakes,
+            generic=generic,
             shape_hints={
                 (B, P * P * C, 6): "the last two axes are swapped: one row per patch, "
                 "(B, N, P·P·C), is wanted."
