@@ -223,8 +223,13 @@ def test_the_teachers_solutions_are_not_the_learners_progress(tmp_path, monkeypa
     shown = capsys.readouterr().out
     assert "✓ patchify: correct with the teacher's solution (not counted)" in shown
     assert "not run yet" in shown and "0 of 14 exercises passed" in shown
+    assert checks.passed("patchify") and not checks.passed("unpatchify")
     checks.check_patchify(my_patchify)  # the learner's own answer is recorded
-    assert checks.exercise_results()["patchify"] == "passed"
+    assert checks.exercise_results()["patchify"] == "passed" and checks.passed("patchify")
+    with pytest.raises(AssertionError):
+        checks.check_patchify(wrong_patchify)
+    assert not checks.passed("patchify")  # the latest result counts
+    checks.check_patchify(my_patchify)
     checks.check_patchify(teachers_patchify)  # and the teacher's copy never overwrites it
     assert checks.exercise_results()["patchify"] == "passed"
 
@@ -264,3 +269,31 @@ def test_each_reference_passes_its_own_check(name):
     exercise = checks.EXERCISES[name]
     assert exercise.check(exercise.reference) is exercise.reference
     assert checks.grade(name, exercise.reference)[0] == "not attempted"
+
+
+def test_a_teachers_copy_executed_in_a_fresh_kernel_shows_its_checks_in_progress(
+    tmp_path, monkeypatch
+):
+    """As the book executes a teacher's copy (MyST-NB, nbclient): each check prints ✓ and the
+    notebook's "Your progress" cell lists it (not "not run yet"), without counting it."""
+    import nbclient
+    import nbformat
+
+    solution = (
+        "from vitcourse.checks import check_patchify, progress\n"
+        "from vitcourse import patching\n\n"
+        "def patchify(images, patch_size):\n"
+        "    ### BEGIN SOLUTION\n"
+        "    return patching.patchify(images, patch_size)\n"
+        "    ### END SOLUTION\n\n"
+        "patchify = check_patchify(patchify)"
+    )
+    notebook = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell(solution), nbformat.v4.new_code_cell('progress("01")')]
+    )
+    monkeypatch.setenv("VITCOURSE_PROGRESS", str(tmp_path / "progress.json"))  # the kernel's too
+    nbclient.NotebookClient(notebook, timeout=120, kernel_name="python3").execute()
+    checked, listed = ("".join(o.get("text", "") for o in c.outputs) for c in notebook.cells)
+    assert checked.startswith("✓ patchify: correct")
+    assert "✓ patchify: correct with the teacher's solution (not counted)" in listed
+    assert "the rest of the course: 0 of 14 exercises passed" in listed

@@ -31,6 +31,7 @@ from vitcourse.checks.registry import (
     assert_written,
     exercise_results,
     grade,
+    passed,
     progress,
     progress_file,
 )
@@ -68,6 +69,7 @@ __all__ = [
     "exercise_results",
     "grade",
     "hint",
+    "passed",
     "Hint",
     "progress",
     "progress_file",

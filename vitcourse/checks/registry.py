@@ -110,11 +110,11 @@ def _read_progress() -> dict:
 
 def _record(name: str, status: str, keep_learners: bool = False) -> None:
     """Note an exercise's result for `progress()`; a notebook never fails for want of a file.
-    With `keep_learners`, a result of the learner's own stays as it is."""
+    With `keep_learners`, a result of the learner's own attempt stays as it is."""
     try:
         path = progress_file()
         results = _read_progress()
-        if keep_learners and results.get(name, {}).get("status", TEACHERS) != TEACHERS:
+        if keep_learners and results.get(name, {}).get("status") in ("passed", "wrong", "error"):
             return
         results[name] = {"status": status, "time": time.strftime("%Y-%m-%d %H:%M:%S")}
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -237,6 +237,13 @@ def exercise_results() -> dict[str, str]:
     """{exercise: the latest result of its check here}; "not run yet" where it never ran."""
     recorded = _read_progress()
     return {name: recorded.get(name, {}).get("status", "not run yet") for name in EXERCISES}
+
+
+def passed(name: str) -> bool:
+    """Whether exercise `name`'s latest check here passed (the teacher's solution included): a
+    notebook shows the package's own code for an exercise only after that, never before the
+    learner has tried."""
+    return exercise_results()[name] in ("passed", TEACHERS)
 
 
 def progress(notebook: str = "") -> None:
