@@ -268,9 +268,11 @@ def progress(notebook: str = "") -> None:
         print(f"  {marks.get(results[name], '·')} {name}: {results[name]}")
     if here:
         rest = [results[n] for n in results if n not in here]
+        teachers = rest.count(TEACHERS)
         print(
-            f"the rest of the course: {rest.count('passed')} of {len(rest)} exercises passed "
-            "(progress() lists them all)"
+            f"the rest of the course: {rest.count('passed')} of {len(rest)} exercises passed"
+            + (f" ({teachers} more with the teacher's solutions)" if teachers else "")
+            + " (progress() lists them all)"
         )
     else:
         passed = sum(status == "passed" for status in results.values())
