@@ -217,3 +217,22 @@ def test_multi_head_attention_is_judged_with_the_courses_attention_inside():
         assert checks.check_multi_head_attention(mine) is mine
     assert namespace["attention"] is open_attention
     assert scaled_dot_product_attention is checks.EXERCISES["attention"].reference
+
+
+def test_the_second_tier_follows_the_latest_failure(capsys):
+    def unscaled(q, k, v):
+        weights = (q @ k.transpose(-2, -1)).softmax(-1)
+        return weights @ v, weights
+
+    with pytest.raises(checks.CheckFailed):
+        checks.check_attention(unscaled)
+    checks.hint("attention")
+    about_scaling = capsys.readouterr().out
+    assert "saturates" in about_scaling  # the second tier of the mistake found
+    checks.check_attention(lambda q, k, v: checks.EXERCISES["attention"].reference(q, k, v))
+    capsys.readouterr()
+    checks.hint("attention")  # passed since: the exercise's general second tier
+    general = capsys.readouterr().out
+    assert general != about_scaling and "Vaswani et al." in general
+    with pytest.raises(KeyError, match="no exercise named 'atention'"):
+        checks.hint("atention")

@@ -50,6 +50,11 @@ def remember(name: str, more: str = "", failed: CheckFailed | None = None) -> No
         _LAST[name] = second_tier(failed)
 
 
+def forget(name: str) -> None:
+    """Exercise `name` no longer fails: `hint(name)` goes back to its general second tier."""
+    _LAST.pop(name, None)
+
+
 def hint(name: str) -> None:
     """Print a further hint for exercise `name` (as its check cell calls it: "attention",
     "MultiHeadSelfAttention"): about the mistake its check found last, or a general one."""

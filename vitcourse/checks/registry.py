@@ -32,7 +32,7 @@ from pathlib import Path
 
 from vitcourse.checks.answers import pack, unpack
 from vitcourse.checks.harness import CheckFailed, NotWritten
-from vitcourse.checks.hints import Hint, LearnerRaised, raised_hint, remember
+from vitcourse.checks.hints import Hint, LearnerRaised, forget, raised_hint, remember
 
 
 @dataclass(frozen=True)
@@ -162,6 +162,7 @@ def exercise(name: str, notebook: str, reference):
                 failed.exercise = name
                 remember(name, failed=failed)
                 raise failed from None  # said in a few lines, without the check's frames
+            forget(name)
             if result is reference:
                 _record(name, "not attempted")
                 print(
