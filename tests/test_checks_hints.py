@@ -7,6 +7,7 @@ its own."""
 import contextlib
 import io
 import re
+import warnings
 from pathlib import Path
 
 import nbformat
@@ -236,3 +237,16 @@ def test_the_second_tier_follows_the_latest_failure(capsys):
     assert general != about_scaling and "Vaswani et al." in general
     with pytest.raises(KeyError, match="no exercise named 'atention'"):
         checks.hint("atention")
+
+
+def test_k_dot_T_in_attention_gets_the_hint_and_not_pytorchs_fix():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        lines = _shown(
+            "check_attention",
+            lambda q, k, v: ((q @ k.T).softmax(-1) @ v, (q @ k.T).softmax(-1)),
+        )
+    assert not [w for w in caught if "x.T" in str(w.message)]
+    _assert_short_and_clean("attention", lines)
+    assert "`.T` reverses *all* of them" in lines[1]
+    assert "mT" not in "\n".join(lines)  # PyTorch's warning would name the fix
