@@ -36,9 +36,9 @@ def _attention(scale, dim, transpose_scores=False):
 @pytest.mark.parametrize(
     "fn, hint",
     [
-        (_attention(lambda d: 1.0, -1), "not scaled: divide q @ k\\^T by sqrt\\(d\\)"),
-        (_attention(lambda d: d, -1), "divide by sqrt\\(d\\), not by d"),
-        (_attention(math.sqrt, 1 + 1), "softmax over the wrong axis"),  # dim=2 on (B, h, T, T)
+        (_attention(lambda d: 1.0, -1), "not scaled: Vaswani et al. \\(2017\\), equation 1"),
+        (_attention(lambda d: d, -1), "divide by √d, not by d"),
+        (_attention(math.sqrt, 1 + 1), "softmax is over the wrong axis"),  # dim=2 on (B, h, T, T)
         (_attention(math.sqrt, -1, transpose_scores=True), "scores are transposed"),
         (lambda q, k, v: scaled_dot_product_attention(q, k, v)[0], "should return a pair"),
         (
@@ -46,7 +46,7 @@ def _attention(scale, dim, transpose_scores=False):
                 scaled_dot_product_attention(q, k, v)[1].transpose(-2, -1) @ v,
                 scaled_dot_product_attention(q, k, v)[1],
             ),
-            "transposed weights: out = ",
+            "transposed weights: token i's output",
         ),
     ],
 )
@@ -95,10 +95,10 @@ def test_multi_head_attention_accepts_good_answers():
     "kwargs, hint",
     [
         ({"split": "naive"}, "split without moving the head axis"),
-        ({"split": "naive", "merge": "naive"}, "split without moving the head axis"),
+        ({"split": "naive", "merge": "naive"}, "split \\(and merged\\) without moving"),
         ({"merge": "naive"}, "merged without moving the head axis back"),
         ({"proj": False}, "output projection is missing"),
-        ({"scale": "D"}, "not by sqrt\\(D\\)"),
+        ({"scale": "D"}, "not by √D"),
         ({"scale": "none"}, "not scaled"),
     ],
 )

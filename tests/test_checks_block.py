@@ -93,8 +93,8 @@ def test_transformer_block():
         (_post_norm, "post-norm"),
         (_no_attn_residual, "attention branch's residual is missing"),
         (lambda s, x: s.mlp(s.norm2(x + s.attn(s.norm1(x)))), "MLP branch's residual is missing"),
-        (_normed_residual, "un-normalised x"),
-        (_parallel, "MLP should read the output of the attention step"),
+        (_normed_residual, "un-normalised tokens"),
+        (_parallel, "MLP branch should read what the attention step left"),
     ],
 )
 def test_transformer_block_mistakes(forward, hint):

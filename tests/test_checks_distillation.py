@@ -46,8 +46,8 @@ def test_distillation_loss_check_accepts_good_answers():
     [
         ("teacher probabilities", "trains on the teacher's guesses"),
         ("alpha swapped", "alpha weighs the teacher's part"),
-        ("no tau squared", "multiply the KL divergence by tau"),
-        ("KL swapped", "the teacher's probabilities are the target"),
+        ("no tau squared", "not multiplied by τ²"),
+        ("KL swapped", "the teacher's distribution is the target"),
     ],
 )
 def test_distillation_loss_mistakes(mode, hint):
@@ -58,5 +58,5 @@ def test_distillation_loss_mistakes(mode, hint):
 def test_the_verdicts_hold_for_another_seed():
     good = _distill()
     assert checks.EXERCISES["distillation_loss"].check(good, seed=12345) is good
-    with pytest.raises(AssertionError, match="the teacher's probabilities are the target"):
+    with pytest.raises(AssertionError, match="the teacher's distribution is the target"):
         checks.EXERCISES["distillation_loss"].check(_distill("KL swapped"), seed=12345)

@@ -35,8 +35,8 @@ def test_patch_embedding():
     "forward, hint",
     [
         (lambda x: x.flatten(2), r"that is \(B, D, N\)"),
-        (lambda x: x, "flatten the grid into N"),
-        (lambda x: x.reshape(x.shape[0], -1, x.shape[1]), "swap the axes with .transpose"),
+        (lambda x: x, "merge the grid into N"),
+        (lambda x: x.reshape(x.shape[0], -1, x.shape[1]), "swap the two axes instead"),
         (lambda x: x.flatten(2).transpose(1, 2).flip(1), "shape is right but the values"),
         (lambda x: x.transpose(2, 3).flatten(2).transpose(1, 2), "column by column"),
     ],
@@ -70,7 +70,7 @@ def test_embed_tokens():
         )
     with pytest.raises(AssertionError, match="position embeddings are missing"):
         checks.check_embed_tokens(lambda x, c, p: torch.cat([c.expand(x.shape[0], -1, -1), x], 1))
-    with pytest.raises(AssertionError, match="extra token, concatenated"):
+    with pytest.raises(AssertionError, match="extra token in front of the patches"):
         checks.check_embed_tokens(lambda x, c, p: x + c)
 
 

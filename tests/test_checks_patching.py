@@ -22,8 +22,8 @@ def _patchify_with(order):
 @pytest.mark.parametrize(
     "fn, hint",
     [
-        (_patchify_with((0, 4, 2, 3, 5, 1)), "column by column. Walk the grid"),
-        (_patchify_with((0, 2, 4, 1, 3, 5)), "channels should come last"),
+        (_patchify_with((0, 4, 2, 3, 5, 1)), "column by column. Number them like reading a page"),
+        (_patchify_with((0, 2, 4, 1, 3, 5)), "channel last"),
         (
             lambda images, P: images.reshape(images.shape[0], -1, P * P * images.shape[1]),
             "a plain reshape does not cut out squares",

@@ -91,7 +91,9 @@ def test_a_failed_check_shows_its_hint_in_a_few_lines_and_no_line_of_the_referen
         )
     lines = [line.strip() for line in shown.getvalue().splitlines() if line.strip()]
     assert lines[0].startswith("✗ attention is not right yet")
-    assert "sqrt(d)" in lines[1] and 2 <= len(lines) <= 3
+    assert "√d" in lines[1] and len(lines) == 4
+    assert 'hint("attention")' in lines[2]  # the second tier, one call away
+    assert "the notebook goes on with your attention" in lines[3]
     # Nothing of the reference solution, nor of the check that holds its mistakes, is shown.
     for module in ("vitcourse.attention", "vitcourse.checks.attention", "vitcourse.checks.harness"):
         source = inspect.getsource(importlib.import_module(module))
@@ -99,20 +101,26 @@ def test_a_failed_check_shows_its_hint_in_a_few_lines_and_no_line_of_the_referen
         assert not code & set(lines), module
 
 
-def test_a_learners_own_error_keeps_its_traceback():
+def test_a_learners_own_error_is_said_in_a_few_lines_with_their_line_and_the_inputs():
     def broken(q, k, v):
-        return q @ k  # (B, h, T, d) @ (B, h, T, d): a shape error in the learner's own line
+        scores = q @ k  # (B, h, T, d) @ (B, h, T, d): a shape error in the learner's own line
+        return scores, scores
 
-    with pytest.raises(RuntimeError) as raised:
+    with pytest.raises(CheckFailed) as raised:
         checks.check_attention(broken)
-    frames = [frame.name for frame in raised.traceback]
-    assert frames[-1] == "broken"
+    said = raised.value._render_traceback_()
+    assert said[0].startswith("✗ attention is not right yet: your code raised RuntimeError")
+    assert "at `scores = q @ k" in said[0] and "(2, 3, 5, 8)" in said[0]
+    assert said[1].startswith("Hint: a matrix product's shapes do not fit")
+    assert len(said) == 4 and raised.value.__cause__ is None and raised.value.__suppress_context__
+    # The class grader's own path still sees the learner's error as it is.
+    assert checks.grade("attention", broken)[0] == "error"
 
 
 def test_grade_reports_the_exercise_name_and_hint_quietly(capsys):
     status, hint = checks.grade("attention", _wrong_attention)
     assert status == "wrong"
-    assert hint.startswith("attention is not right yet") and "sqrt(d)" in hint
+    assert hint.startswith("attention is not right yet") and "√d" in hint
     assert capsys.readouterr().out == ""
     assert checks.grade("attention", lambda q, k, v: torch.zeros(1))[0] == "wrong"
 
@@ -207,8 +215,22 @@ def test_the_teachers_solutions_are_not_the_learners_progress(tmp_path, monkeypa
         "correct (the solution in the teacher's copy: not your progress)" in capsys.readouterr().out
     )
     assert checks.check_multi_head_attention(TeachersAttention) is TeachersAttention
-    assert set(checks.exercise_results().values()) == {"not run yet"}
+    # Shown as what it is (the book executes the teacher's copies), never counted as passed.
+    results = checks.exercise_results()
+    assert results["patchify"] == results["MultiHeadSelfAttention"] == checks.registry.TEACHERS
+    capsys.readouterr()
+    checks.progress("01")
+    shown = capsys.readouterr().out
+    assert "✓ patchify: correct with the teacher's solution (not counted)" in shown
+    assert "not run yet" in shown and "0 of 14 exercises passed" in shown
+    assert checks.passed("patchify") and not checks.passed("unpatchify")
     checks.check_patchify(my_patchify)  # the learner's own answer is recorded
+    assert checks.exercise_results()["patchify"] == "passed" and checks.passed("patchify")
+    with pytest.raises(AssertionError):
+        checks.check_patchify(wrong_patchify)
+    assert not checks.passed("patchify")  # the latest result counts
+    checks.check_patchify(my_patchify)
+    checks.check_patchify(teachers_patchify)  # and the teacher's copy never overwrites it
     assert checks.exercise_results()["patchify"] == "passed"
 
 
@@ -247,3 +269,31 @@ def test_each_reference_passes_its_own_check(name):
     exercise = checks.EXERCISES[name]
     assert exercise.check(exercise.reference) is exercise.reference
     assert checks.grade(name, exercise.reference)[0] == "not attempted"
+
+
+def test_a_teachers_copy_executed_in_a_fresh_kernel_shows_its_checks_in_progress(
+    tmp_path, monkeypatch
+):
+    """As the book executes a teacher's copy (MyST-NB, nbclient): each check prints ✓ and the
+    notebook's "Your progress" cell lists it (not "not run yet"), without counting it."""
+    import nbclient
+    import nbformat
+
+    solution = (
+        "from vitcourse.checks import check_patchify, progress\n"
+        "from vitcourse import patching\n\n"
+        "def patchify(images, patch_size):\n"
+        "    ### BEGIN SOLUTION\n"
+        "    return patching.patchify(images, patch_size)\n"
+        "    ### END SOLUTION\n\n"
+        "patchify = check_patchify(patchify)"
+    )
+    notebook = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell(solution), nbformat.v4.new_code_cell('progress("01")')]
+    )
+    monkeypatch.setenv("VITCOURSE_PROGRESS", str(tmp_path / "progress.json"))  # the kernel's too
+    nbclient.NotebookClient(notebook, timeout=120, kernel_name="python3").execute()
+    checked, listed = ("".join(o.get("text", "") for o in c.outputs) for c in notebook.cells)
+    assert checked.startswith("✓ patchify: correct")
+    assert "✓ patchify: correct with the teacher's solution (not counted)" in listed
+    assert "the rest of the course: 0 of 14 exercises passed" in listed

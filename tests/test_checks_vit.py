@@ -61,7 +61,7 @@ def test_parameter_count_check():
         checks.check_parameter_count(lambda c: count_parameters(c) - c.dim)
     with pytest.raises(AssertionError, match="did you leave out the LayerNorms"):
         checks.check_parameter_count(lambda c: count_parameters(c) - (2 * c.depth + 1) * 2 * c.dim)
-    with pytest.raises(AssertionError, match="count each piece"):
+    with pytest.raises(AssertionError, match="piece by piece"):
         checks.check_parameter_count(lambda c: 12345)
 
 

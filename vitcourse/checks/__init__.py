@@ -7,6 +7,8 @@ and so on; the reference solutions live in their concept's module. Three rooms s
     harness    run the learner's code on seeded inputs, compare with the reference, and fail
                with the hint that names the likely mistake (`compare`, `CheckFailed`)
     answers    what the learner's code returned, as plain data that cannot carry code
+    hints      hints in two tiers (`Hint`; `hint("attention")` prints the second), and the few
+               lines said when the learner's own code raises inside a check
     registry   `@exercise(name, notebook, reference)`: the verdict the notebook prints
                ("correct", "not written yet"), the progress file, `progress()` and `grade()`
 
@@ -22,12 +24,14 @@ reference, so the rest of the notebook runs.
 # one registers its exercises, and `EXERCISES` (so `progress()` and the grader) lists them in that
 # order.
 from vitcourse.checks.harness import CheckFailed
+from vitcourse.checks.hints import Hint, hint
 from vitcourse.checks.registry import (
     EXERCISES,
     Exercise,
     assert_written,
     exercise_results,
     grade,
+    passed,
     progress,
     progress_file,
 )
@@ -64,6 +68,9 @@ __all__ = [
     "check_vision_transformer",
     "exercise_results",
     "grade",
+    "hint",
+    "passed",
+    "Hint",
     "progress",
     "progress_file",
 ]

@@ -11,12 +11,22 @@ from torch import nn
 from vitcourse import analysis
 from vitcourse.checks.answers import type_name
 from vitcourse.checks.harness import compare, fail, randomized, seeded
+from vitcourse.checks.hints import Hint
 from vitcourse.checks.registry import exercise
+
+_ROLLOUT_MORE = (
+    "start from the identity (B, T, T); for each layer, first to last: the mean of its heads "
+    "(B, T, T), plus the identity, each row divided by its sum, multiplied onto the running "
+    "product from the left."
+)
 
 
 @exercise("attention_rollout", "07_inside_a_vit", analysis.attention_rollout)
 class check_attention_rollout:
     """Check `fn(maps (layers, B, heads, T, T)) -> (B, T, T)`: attention rollout."""
+
+    called = "maps (3, 2, 2, 5, 5): 3 layers, B = 2, 2 heads, T = 5"
+    more = _ROLLOUT_MORE
 
     @staticmethod
     def inputs(seed: int) -> dict:
@@ -52,11 +62,11 @@ class check_attention_rollout:
             ),
             (
                 "the layers are multiplied in the wrong order: each layer reads what the layers "
-                "below mixed, so rollout = a @ rollout, the new layer on the left.",
+                "below mixed, so the new layer goes on the left of the product.",
                 lambda: roll(order="old @ new"),
             ),
             (
-                "combine the heads by their mean (layer.mean(dim=1)), not their maximum.",
+                "combine the heads by their mean (over the head axis), not their maximum.",
                 lambda: roll(combine=lambda m: m.max(1).values),
             ),
             (
@@ -69,6 +79,11 @@ class check_attention_rollout:
             got,
             analysis.attention_rollout(maps),
             mistakes,
+            generic=Hint(
+                "compare your loop with the recipe above the exercise, one step at a time: the "
+                "heads averaged, the identity added, the rows renormalised, the layers multiplied.",
+                more=_ROLLOUT_MORE,
+            ),
             shape_hints={
                 (3, 2, 5, 5): "that is one map per layer: multiply the layers together into one "
                 "(B, T, T) map.",
@@ -94,6 +109,16 @@ def _features(weights: dict, where: torch.Tensor) -> Callable:
 class check_equivariance_error:
     """Check `fn(features, image, shift, border) -> float`: a layer's distance from translation
     equivariance, as `vitcourse.analysis.equivariance_error` measures it."""
+
+    called = (
+        "features (a 3 × 3 convolution plus a fixed pattern by position), image (1, 1, 10, 12), "
+        "shift 3, border 2"
+    )
+    more = (
+        "two paths to compare: features first then shift, and shift first then features. Both "
+        "norms (the difference's and the divisor's) over the columns from border to width - "
+        "border, and the divisor is the first path's."
+    )
 
     @staticmethod
     def inputs(seed: int) -> dict:
@@ -125,9 +150,8 @@ class check_equivariance_error:
 
             mistakes = [
                 (
-                    "shift the features too: compare features(shifted image) with the features "
-                    "of the image, shifted afterwards (torch.roll(features(image), shift, "
-                    "dims=-1)).",
+                    "shift the features too: compare the features of the shifted image with the "
+                    "image's features shifted afterwards, by the same amount.",
                     lambda: relative(features(image), s_then_f),
                 ),
                 (
@@ -162,7 +186,10 @@ class check_equivariance_error:
                 torch.tensor([float(got)]),
                 torch.tensor([expected]),
                 mistakes,
-                generic="over the columns away from the border only (both times): the norm of "
-                "(shifted features - features of the shifted image), divided by the norm of the "
-                "shifted features.",
+                generic=Hint(
+                    "compare your steps with the instructions above the exercise, one at a time.",
+                    more="over the columns away from the border only (both times): the norm of "
+                    "(shifted features - features of the shifted image), divided by the norm of "
+                    "the shifted features.",
+                ),
             )

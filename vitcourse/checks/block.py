@@ -8,13 +8,40 @@ import torch.nn.functional as F
 
 from vitcourse import block
 from vitcourse.block import layer_norm
-from vitcourse.checks.harness import compare, randomized, run_with_reference_weights, seeded
+from vitcourse.checks.harness import (
+    Mistakes,
+    compare,
+    randomized,
+    run_with_reference_weights,
+    seeded,
+)
+from vitcourse.checks.hints import Hint
 from vitcourse.checks.registry import exercise
+
+_LN_MORE = (
+    "LN(x) = (x - μ) / √(σ² + ε) · w + b, with μ and σ² the mean and the population variance "
+    "of each token's D numbers (the last axis); ε goes inside the square root."
+)
 
 
 @exercise("layer_norm", "04_transformer_block", layer_norm)
 class check_layer_norm:
     """Check `fn(x, weight, bias, eps=1e-6)`: LayerNorm over the last axis, as F.layer_norm."""
+
+    called = "x (2, 4, 6), weight (6,), bias (6,), eps 1e-6"
+    raised = [
+        (
+            "must match the size",
+            Hint(
+                "the mean (or the variance) over the last axis lost that axis: it is (2, 4) for x "
+                "of (2, 4, 6), and shapes line up from the right, so (2, 4, 6) and (2, 4) do not "
+                "fit together.",
+                more="mean and var can keep the reduced axis with size 1, (2, 4, 1), which then "
+                "stretches over each token's D numbers: look at their `keepdim` argument.",
+            ),
+        )
+    ]
+    more = _LN_MORE
 
     @staticmethod
     def inputs(seed: int) -> dict:
@@ -33,13 +60,21 @@ class check_layer_norm:
         mean = x.mean(-1, keepdim=True)
         mistakes = [
             (
-                "use the population variance (divide by D, not D - 1): x.var(dim=-1, "
-                "unbiased=False).",
+                Hint(
+                    "use the population variance, which divides by D, not by D - 1 (the sample "
+                    "variance).",
+                    more="torch's var divides by D - 1 unless told otherwise: look at its "
+                    "`unbiased` (or `correction`) argument, or compute the mean of the squared "
+                    "deviations yourself.",
+                ),
                 lambda: (x - mean) / torch.sqrt(x.var(-1, keepdim=True) + 1e-6) * weight + bias,
             ),
             (
-                "normalise each token on its own, over its D features (the last axis), not across "
-                "tokens.",
+                Hint(
+                    "normalise each token on its own, over its D features (the last axis), not "
+                    "across tokens.",
+                    more="x is (B, T, D): μ and σ² should have one value per token, (B, T, 1).",
+                ),
                 lambda: (
                     (x - x.mean(1, keepdim=True))
                     / torch.sqrt(x.var(1, keepdim=True, unbiased=False) + 1e-6)
@@ -48,8 +83,11 @@ class check_layer_norm:
                 ),
             ),
             (
-                "after normalising, scale by weight and shift by bias (LayerNorm's learned gain "
-                "and offset).",
+                Hint(
+                    "after normalising, scale by weight and shift by bias (LayerNorm's learned "
+                    "gain and offset, w and b in the formula).",
+                    more="weight and bias are (D,): they broadcast over every token.",
+                ),
                 lambda: F.layer_norm(x, (6,), eps=1e-6),
             ),
         ]
@@ -57,13 +95,88 @@ class check_layer_norm:
             got,
             F.layer_norm(x, (6,), weight, bias, 1e-6),
             mistakes,
-            generic="(x - mean) / sqrt(var + eps) * weight + bias, mean and var over the last axis.",
+            generic=Hint(
+                "compare your steps with the formula above the exercise, one symbol at a time.",
+                more=_LN_MORE,
+            ),
         )
+
+
+_EQUATIONS = "the paper's section 3.1, equations 2 and 3 (written out below the check)"
+_BLOCK_MORE = (
+    "in pre-norm the residual path is never normalised: each branch reads a LayerNorm of the "
+    "tokens, and its output is added to the tokens themselves; the MLP branch reads the tokens "
+    "the attention step left."
+)
+
+
+def _block_mistakes(r, x) -> Mistakes:
+    """The classic slips in a block's forward, each as what it would output."""
+
+    def two_steps(first, second):
+        h = first(x)
+        return second(h)
+
+    mistakes = [
+        (
+            Hint(
+                "that is post-norm, normalising after adding. The ViT normalises *before* "
+                "each branch: " + _EQUATIONS + ".",
+                more=_BLOCK_MORE,
+            ),
+            lambda: two_steps(lambda x: r.norm1(x + r.attn(x)), lambda h: r.norm2(h + r.mlp(h))),
+        ),
+        (
+            Hint(
+                "the attention branch's residual is missing: its output is added to the "
+                "tokens that went into it (equation 2).",
+                more="the sum of the attention's output and the tokens is what the MLP "
+                "branch then reads.",
+            ),
+            lambda: two_steps(lambda x: r.attn(r.norm1(x)), lambda h: h + r.mlp(r.norm2(h))),
+        ),
+        (
+            Hint(
+                "the MLP branch's residual is missing: its output is added to the tokens "
+                "that went into it (equation 3).",
+                more=_BLOCK_MORE,
+            ),
+            lambda: two_steps(lambda x: x + r.attn(r.norm1(x)), lambda h: r.mlp(r.norm2(h))),
+        ),
+        (
+            Hint(
+                "add each branch to the un-normalised tokens: the residual path skips the "
+                "LayerNorm too.",
+                more="keep the normalised tokens apart from x (or normalise inside the "
+                "branch): only the branch reads them.",
+            ),
+            lambda: two_steps(
+                lambda x: r.norm1(x) + r.attn(r.norm1(x)),
+                lambda h: r.norm2(h) + r.mlp(r.norm2(h)),
+            ),
+        ),
+        (
+            "norm1 belongs to the attention branch and norm2 to the MLP branch.",
+            lambda: two_steps(lambda x: x + r.attn(r.norm2(x)), lambda h: h + r.mlp(r.norm1(h))),
+        ),
+        (
+            Hint(
+                "both branches read the block's input; the MLP branch should read what the "
+                "attention step left (equation 3 reads z′ from equation 2).",
+                more="the two steps run one after the other, not side by side.",
+            ),
+            lambda: x + r.attn(r.norm1(x)) + r.mlp(r.norm2(x)),
+        ),
+    ]
+    return mistakes
 
 
 @exercise("TransformerBlock", "04_transformer_block", block.TransformerBlock)
 class check_transformer_block:
     """Check a pre-norm block: `cls(dim, num_heads, mlp_dim)` with norm1, attn, norm2, mlp."""
+
+    called = "x (2, 5, 12), in a TransformerBlock(12, 3, 24) with the reference's weights"
+    more = _BLOCK_MORE
 
     @staticmethod
     def inputs(seed: int) -> dict:
@@ -79,49 +192,6 @@ class check_transformer_block:
         r = block.TransformerBlock(12, 3, 24).eval()
         r.load_state_dict(weights)
         with torch.no_grad():
-
-            def two_steps(first, second):
-                h = first(x)
-                return second(h)
-
-            mistakes = [
-                (
-                    "that is post-norm (normalise after adding). The ViT normalises *before* each "
-                    "branch: x = x + self.attn(self.norm1(x)).",
-                    lambda: two_steps(
-                        lambda x: r.norm1(x + r.attn(x)), lambda h: r.norm2(h + r.mlp(h))
-                    ),
-                ),
-                (
-                    "the attention branch's residual is missing: x = x + self.attn(self.norm1(x)).",
-                    lambda: two_steps(
-                        lambda x: r.attn(r.norm1(x)), lambda h: h + r.mlp(r.norm2(h))
-                    ),
-                ),
-                (
-                    "the MLP branch's residual is missing: x = x + self.mlp(self.norm2(x)).",
-                    lambda: two_steps(
-                        lambda x: x + r.attn(r.norm1(x)), lambda h: r.mlp(r.norm2(h))
-                    ),
-                ),
-                (
-                    "add each branch to the un-normalised x: x = x + self.attn(self.norm1(x)), "
-                    "not x = norm1(x); x = x + attn(x).",
-                    lambda: two_steps(
-                        lambda x: r.norm1(x) + r.attn(r.norm1(x)),
-                        lambda h: r.norm2(h) + r.mlp(r.norm2(h)),
-                    ),
-                ),
-                (
-                    "norm1 belongs to the attention branch and norm2 to the MLP branch.",
-                    lambda: two_steps(
-                        lambda x: x + r.attn(r.norm2(x)), lambda h: h + r.mlp(r.norm1(h))
-                    ),
-                ),
-                (
-                    "both branches read the block's input; the MLP should read the output of the "
-                    "attention step: first x = x + attn(...), then x = x + mlp(norm2(x)).",
-                    lambda: x + r.attn(r.norm1(x)) + r.mlp(r.norm2(x)),
-                ),
-            ]
-            compare(got, r(x), mistakes)
+            mistakes = _block_mistakes(r, x)
+            generic = Hint("compare your forward with " + _EQUATIONS + ".", more=_BLOCK_MORE)
+            compare(got, r(x), mistakes, generic=generic)

@@ -1,5 +1,10 @@
 """Check for notebook 09's distillation exercise: DeiT's hard and soft `distillation_loss`
-(`vitcourse.distillation`)."""
+(`vitcourse.distillation`).
+
+The soft loss's KL divergence is averaged over the batch (`batchmean`): the divergence between
+each image's two distributions, as DeiT's equation 2 writes it. DeiT's code (`losses.py`) divides
+the summed divergence by batch × classes instead, "to have the legacy PyTorch behavior" (its
+comment); the hint for that answer says so rather than calling DeiT's code a slip."""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ import torch.nn.functional as F
 
 from vitcourse import distillation
 from vitcourse.checks.harness import Mistakes, compare, seeded
+from vitcourse.checks.hints import Hint
 from vitcourse.checks.registry import exercise
 
 ce = F.cross_entropy
@@ -27,8 +33,11 @@ def hard_mistakes(cls_l, dist_l, teacher, labels, alpha: float) -> Mistakes:
     base, guesses = ce(cls_l, labels), teacher.argmax(-1)
     return [
         (
-            "hard distillation trains on the teacher's guesses, teacher_logits.argmax(-1), as if "
-            "they were labels.",
+            Hint(
+                "hard distillation trains on the teacher's guesses, its top class for each image, "
+                "as if they were labels, not on its probabilities (DeiT's equation 3).",
+                more="the teacher's guess is the index of its largest logit.",
+            ),
             lambda: (1 - alpha) * base + alpha * ce(dist_l, teacher.softmax(-1)),
         ),
         (
@@ -37,7 +46,8 @@ def hard_mistakes(cls_l, dist_l, teacher, labels, alpha: float) -> Mistakes:
             lambda: (1 - alpha) * ce(dist_l, labels) + alpha * ce(cls_l, guesses),
         ),
         (
-            "alpha weighs the teacher's part: (1 - alpha) * labels' loss + alpha * teacher's loss.",
+            "alpha weighs the teacher's part and 1 - alpha the labels' part, not the other way "
+            "round.",
             lambda: alpha * base + (1 - alpha) * ce(dist_l, guesses),
         ),
     ]
@@ -47,28 +57,47 @@ def soft_mistakes(cls_l, dist_l, teacher, labels, alpha: float, tau: float) -> M
     base, t2 = ce(cls_l, labels), tau * tau
     return [
         (
-            "multiply the KL divergence by tau ** 2, which keeps its gradients the size they would "
-            "have at tau = 1.",
+            Hint(
+                "the KL term is not multiplied by τ²: softening by τ shrinks its gradients by "
+                "about 1/τ², and τ² brings them back to the size they have at τ = 1.",
+                more="Hinton et al. (2015), section 2: the soft targets' gradients scale as 1/τ²; "
+                "the text above the exercise explains it.",
+            ),
             lambda: (1 - alpha) * base + alpha * kl(dist_l, teacher, tau),
         ),
         (
-            "KL(teacher || student): the teacher's probabilities are the target. In "
-            "F.kl_div(input, target) the input is the student's log-probabilities.",
+            Hint(
+                "the KL divergence is the wrong way round: KL(teacher ‖ student), the teacher's "
+                "distribution is the target.",
+                more="F.kl_div(input, target) computes KL(target ‖ input): the input is the "
+                "student's (the distillation head's) log-probabilities.",
+            ),
             lambda: (1 - alpha) * base + alpha * t2 * kl(teacher, dist_l, tau),
         ),
         (
-            "average over the batch only (reduction='batchmean'): reduction='mean' also divides "
-            "by the number of classes.",
+            Hint(
+                "that divides the summed KL by batch × classes: DeiT's losses.py does exactly "
+                "that (for PyTorch's old behaviour, its comment says), and so does "
+                "reduction='mean'. This exercise takes each image's KL divergence, averaged over "
+                "the images only: the text above the exercise says why.",
+                more="with 5 classes your teacher's term is 5 times smaller than the course's; "
+                "F.kl_div's reduction decides the divisor, and 'batchmean' divides by the batch.",
+            ),
             lambda: (
                 (1 - alpha) * base + alpha * t2 * kl(dist_l, teacher, tau, "sum") / dist_l.numel()
             ),
         ),
         (
-            "alpha weighs the teacher's part: (1 - alpha) * labels' loss + alpha * teacher's loss.",
+            "alpha weighs the teacher's part and 1 - alpha the labels' part, not the other way "
+            "round.",
             lambda: alpha * base + (1 - alpha) * t2 * kl(dist_l, teacher, tau),
         ),
         (
-            "divide both the student's and the teacher's logits by tau before the softmax.",
+            Hint(
+                "soften the teacher's logits by τ too: both distributions are taken at "
+                "temperature τ.",
+                more="divide both logits tensors by τ before their log-softmax.",
+            ),
             lambda: (1 - alpha) * base + alpha * t2 * kl(dist_l, teacher, tau, target_tau=1.0),
         ),
         (
@@ -86,6 +115,17 @@ _SETTINGS = (("hard", 0.2, 1.0), ("soft", 0.3, 3.0), ("hard", 0.5, 1.0))  # (kin
 class check_distillation_loss:
     """Check `fn(cls_logits, dist_logits, teacher_logits, labels, kind, alpha, tau) -> scalar`:
     DeiT's hard and soft distillation losses."""
+
+    called = (
+        "cls_logits, dist_logits and teacher_logits each (6, 5), labels (6,); kind 'hard' with "
+        "alpha 0.2 and 0.5, kind 'soft' with alpha 0.3 and tau 3"
+    )
+    more = (
+        "(1 - α) · the labels' cross-entropy on the cls head, plus α · the teacher's part on the "
+        "distillation head: for 'hard' a cross-entropy against the teacher's top classes; for "
+        "'soft' τ² · KL(teacher ‖ student) of the two softened distributions, averaged over the "
+        "batch."
+    )
 
     @staticmethod
     def inputs(seed: int) -> dict:
@@ -115,17 +155,19 @@ class check_distillation_loss:
                 answer = answer.reshape(())
             if kind == "hard":
                 mistakes = hard_mistakes(*logits, labels, alpha)
-                teacher_part = "cross entropy(dist_logits, teacher_logits.argmax(-1))."
+                teacher_part = "DeiT's equation 3, as written above the exercise."
             else:
                 mistakes = soft_mistakes(*logits, labels, alpha, tau)
-                teacher_part = (
-                    "tau ** 2 * KL(teacher || student) at temperature tau, averaged over the batch."
-                )
+                teacher_part = "DeiT's equation 2, as written above the exercise."
             compare(
                 answer,
                 distillation.distillation_loss(*logits, labels, kind, alpha, tau),
                 mistakes,
-                generic=f"for kind={kind!r}: (1 - alpha) * cross entropy(cls_logits, labels) + "
-                "alpha * " + teacher_part,
+                generic=Hint(
+                    f"for kind={kind!r} (alpha {alpha}, tau {tau}): compare your loss with "
+                    + teacher_part,
+                    more="each head has its own target: the cls head the labels, the distillation "
+                    "head the teacher; α weighs the teacher's part.",
+                ),
                 shape_hints={(6,): "that is one loss per image: average them into one number."},
             )

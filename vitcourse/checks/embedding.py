@@ -7,16 +7,25 @@ import torch
 
 from vitcourse import embedding
 from vitcourse.checks.harness import compare, randomized, run_with_reference_weights, seeded
+from vitcourse.checks.hints import Hint
 from vitcourse.checks.registry import exercise
 from vitcourse.embedding import embed_tokens
 
 _SIZES = {"image_size": 16, "patch_size": 4, "in_channels": 3, "dim": 8}  # PatchEmbedding's check
+
+_EMBED_MORE = (
+    "the convolution gives (B, D, H/P, W/P). Two steps make it (B, N, D): merge the grid's two "
+    "axes into one axis of N patches, then move D to the end."
+)
 
 
 @exercise("PatchEmbedding", "02_embeddings", embedding.PatchEmbedding)
 class check_patch_embedding:
     """Check a PatchEmbedding class: `cls(image_size, patch_size, in_channels, dim)`,
     (B, C, H, W) -> (B, N, D)."""
+
+    called = "images (2, 3, 16, 16), in a PatchEmbedding(16, 4, 3, 8) with the reference's weights"
+    more = _EMBED_MORE
 
     @staticmethod
     def inputs(seed: int) -> dict:
@@ -36,13 +45,21 @@ class check_patch_embedding:
             expected = reference(images)
         mistakes = [
             (
-                "a reshape from (B, D, N) to (B, N, D) mixes up numbers; swap the axes with "
-                ".transpose(1, 2) instead.",
+                Hint(
+                    "a reshape from (B, D, N) to (B, N, D) keeps the numbers in memory order, so "
+                    "it mixes features with patches: swap the two axes instead.",
+                    more="reshape and view only regroup numbers in their order; moving an axis is "
+                    "a transpose (or a permute).",
+                ),
                 lambda: conv.reshape(2, 16, 8),
             ),
             (
-                "the patches come out column by column: flatten the (H/P, W/P) grid as it is, row "
-                "by row.",
+                Hint(
+                    "the patches come out column by column: flatten the (H/P, W/P) grid row by "
+                    "row, in reading order, as patchify does.",
+                    more="after the convolution the grid's axes are already (rows, columns): "
+                    "flatten them as they are, without swapping them.",
+                ),
                 lambda: conv.transpose(2, 3).flatten(2).transpose(1, 2),
             ),
         ]
@@ -50,17 +67,46 @@ class check_patch_embedding:
             got,
             expected,
             mistakes,
+            generic=Hint(
+                "the tokens are not the convolution's outputs in the order the transformer wants: "
+                "one token per patch, in reading order, D numbers each.",
+                more=_EMBED_MORE,
+            ),
             shape_hints={
-                (2, 8, 16): "that is (B, D, N): move the width D last with .transpose(1, 2).",
-                (2, 8, 4, 4): "that is the convolution's (B, D, H/P, W/P): flatten the grid into N "
-                "tokens, then put D last: .flatten(2).transpose(1, 2).",
+                (2, 8, 16): Hint(
+                    "that is (B, D, N): the width D should come last, (B, N, D).",
+                    more="one swap of the last two axes turns (B, D, N) into (B, N, D).",
+                ),
+                (2, 8, 4, 4): "that is the convolution's (B, D, H/P, W/P): merge the grid into N "
+                "tokens, then put D last.",
             },
         )
+
+
+_TOKENS_MORE = (
+    "the paper's equation 1 (section 3.1): the sequence is [cls token; patch tokens] + E_pos, "
+    "T = N + 1 tokens, joined along the token axis (dim 1)."
+)
 
 
 @exercise("embed_tokens", "02_embeddings", embed_tokens)
 class check_embed_tokens:
     """Check `fn(patch_tokens (B, N, D), cls_token (1, 1, D), pos_embed (1, T, D)) -> (B, T, D)`."""
+
+    called = "patch_tokens (3, 4, 6), cls_token (1, 1, 6), pos_embed (1, 5, 6)"
+    raised = [
+        (
+            "Sizes of tensors must match",
+            Hint(
+                "the cls token is (1, 1, D), one for the whole model, and the patch tokens are "
+                "(B, N, D): to join them along the token axis, each of the B images needs its own "
+                "view of the cls token.",
+                more="`expand` makes B views of a tensor without copying it (the instructions "
+                "mention it); the sizes you do not change stay as they are.",
+            ),
+        )
+    ]
+    more = _TOKENS_MORE
 
     @staticmethod
     def inputs(seed: int) -> dict:
@@ -78,17 +124,28 @@ class check_embed_tokens:
     def judge(got, x, cls_token, pos) -> None:
         mistakes = [
             (
-                "the cls token goes in front, at position 0: torch.cat([cls, x], dim=1).",
+                Hint(
+                    "the cls token goes in front, at position 0, not after the patches.",
+                    more="in the list of tensors you join, the cls token comes first.",
+                ),
                 lambda: torch.cat([x, cls_token.expand(3, -1, -1)], 1) + pos,
             ),
             (
-                "the position embeddings are missing: add pos_embed to every token, the cls token "
-                "too.",
+                Hint(
+                    "the position embeddings are missing: every token gets its own, the cls token "
+                    "too (the paper's equation 1).",
+                    more="pos_embed is (1, T, D): it broadcasts over the batch, so it adds to the "
+                    "(B, T, D) sequence as it is.",
+                ),
                 lambda: torch.cat([cls_token.expand(3, -1, -1), x], 1),
             ),
             (
-                "the cls token should get position embedding 0 as well: add pos_embed after "
-                "concatenating.",
+                Hint(
+                    "the cls token should get position embedding 0 as well: equation 1 adds E_pos "
+                    "to the whole sequence.",
+                    more="add the positions once, after the cls token is in front, so that "
+                    "position 0 goes to it.",
+                ),
                 lambda: torch.cat([cls_token.expand(3, -1, -1), x + pos[:, 1:]], 1),
             ),
         ]
@@ -96,8 +153,13 @@ class check_embed_tokens:
             got,
             embed_tokens(x, cls_token, pos),
             mistakes,
+            generic=Hint(
+                "compare your steps with the paper's equation 1 (section 3.1): the cls token in "
+                "front of the patch tokens, then the position embeddings added to every token.",
+                more=_TOKENS_MORE,
+            ),
             shape_hints={
-                (3, 4, 6): "the cls token is an extra token, concatenated in front (T = N + 1), "
-                "not added to the patch tokens.",
+                (3, 4, 6): "the cls token is an extra token in front of the patches (T = N + 1), "
+                "not added to them.",
             },
         )

@@ -14,6 +14,7 @@ The registry (`checks.registry`) turns the verdict into what the notebook shows.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 
 import torch
@@ -48,7 +49,14 @@ class CheckFailed(AssertionError):
         )
 
     def _render_traceback_(self) -> list[str]:
-        return [f"✗ {line}" if i == 0 else line for i, line in enumerate(str(self).splitlines())]
+        lines = [f"✗ {line}" if i == 0 else line for i, line in enumerate(str(self).splitlines())]
+        if self.exercise:  # in a notebook's check cell: where to get more, and what runs on
+            lines += [
+                f'More help: hint("{self.exercise}")   (from vitcourse.checks import hint)',
+                f"Until this check passes, the notebook goes on with your {self.exercise}, so "
+                "cells below that use it may fail.",
+            ]
+        return lines
 
 
 class UsesCourseSolution(Exception):
@@ -130,6 +138,31 @@ def randomized(module: nn.Module, seed: int = 0) -> nn.Module:
         for p in module.parameters():
             p.copy_(torch.randn(p.shape, generator=gen) * 0.3 + (1.0 if p.ndim == 1 else 0.0))
     return module.eval()
+
+
+@contextlib.contextmanager
+def references_in_place(learner, **references):
+    """While the learner's code runs, the names it calls from an earlier exercise (`attention`
+    inside MultiHeadSelfAttention's forward) are the course's: each exercise is judged on its own,
+    so a wrong `attention` cannot make a right MultiHeadSelfAttention fail."""
+    parts = [learner] if not isinstance(learner, type) else list(vars(learner).values())
+    spaces = {
+        id(g): g for part in parts if isinstance(g := getattr(part, "__globals__", None), dict)
+    }
+    missing = object()
+    saved = [
+        (space, name, space.get(name, missing)) for space in spaces.values() for name in references
+    ]
+    try:
+        for space in spaces.values():
+            space.update(references)
+        yield
+    finally:
+        for space, name, value in saved:
+            if value is missing:
+                space.pop(name, None)
+            else:
+                space[name] = value
 
 
 def run_with_reference_weights(build: Callable, weights: dict, x: torch.Tensor):

@@ -4,12 +4,41 @@ from __future__ import annotations
 
 from vitcourse import patching
 from vitcourse.checks.harness import compare, seeded
+from vitcourse.checks.hints import Hint
 from vitcourse.checks.registry import exercise
+
+_RESHAPE = (
+    "is invalid for input of size",
+    Hint(
+        "a reshape asked for sizes whose product is not the tensor's number of elements. Is the "
+        "grid square in your code? This check's images are 8 × 12 pixels: a 2 × 3 grid of 4 × 4 "
+        "patches.",
+        more="take the grid's sides from the image's height and width, H / P rows and W / P "
+        "columns, each on its own.",
+    ),
+)
+_PERMUTE = (
+    "number of dims",
+    Hint(
+        "permute needs one index per axis of the tensor it is given: count the axes after your "
+        "reshape.",
+        more="after splitting both sides into (grid, pixel), a batch of images has six axes.",
+    ),
+)
+
+_PATCHIFY_MORE = (
+    "write down the shape after each step: (B, C, H, W); each side split into (grid, pixel); "
+    "the axes moved so the grid comes first and the channels last; flattened to (B, N, P·P·C)."
+)
 
 
 @exercise("patchify", "01_patches", patching.patchify)
 class check_patchify:
     """Check `fn(images, patch_size) -> (B, N, P*P*C)`."""
+
+    called = "images (2, 3, 8, 12), patch_size 4"
+    raised = [_RESHAPE, _PERMUTE]
+    more = _PATCHIFY_MORE
 
     @staticmethod
     def inputs(seed: int) -> dict:
@@ -25,39 +54,74 @@ class check_patchify:
         grid = images.reshape(B, C, H // P, P, W // P, P)
         mistakes = [
             (
-                "the patches come out column by column. Walk the grid like reading a page: along "
-                "the first row left to right, then the next row (permute grid rows before grid "
-                "columns).",
+                Hint(
+                    "the patches come out column by column. Number them like reading a page: "
+                    "along the first row of the grid, left to right, then the next row.",
+                    more="when the N patches are flattened into one axis, the grid-row axis must "
+                    "come before the grid-column axis.",
+                ),
                 lambda: grid.permute(0, 4, 2, 3, 5, 1).reshape(B, 6, P * P * C),
             ),
             (
-                "each patch has the right pixels, but in the wrong order: channels should come "
-                "last, (row, column, channel), as the instructions ask. Permute to "
-                "(B, H/P, W/P, P, P, C).",
+                Hint(
+                    "each patch has the right pixels, in the wrong order: inside a patch the "
+                    "numbers go (row, column, channel), channel last, as the instructions ask.",
+                    more="before the last reshape the axes should read (B, grid rows, grid "
+                    "columns, pixel rows, pixel columns, channels).",
+                ),
                 lambda: grid.permute(0, 2, 4, 1, 3, 5).reshape(B, 6, P * P * C),
             ),
             (
-                "inside each patch the pixels are read column by column; read them row by row.",
+                Hint(
+                    "inside each patch the pixels are read column by column; read them row by row.",
+                    more="within a patch, the pixel-row axis must come before the pixel-column "
+                    "axis.",
+                ),
                 lambda: grid.permute(0, 2, 4, 5, 3, 1).reshape(B, 6, P * P * C),
             ),
             (
-                "a plain reshape does not cut out squares: it takes numbers in memory order (whole "
-                "pixel rows). First split each side into (grid, pixel) with reshape, then permute, "
-                "then reshape.",
+                Hint(
+                    "a plain reshape does not cut out squares: it takes the numbers in memory "
+                    "order, whole rows of pixels at a time.",
+                    more="split the height into (grid rows, pixel rows) and the width into (grid "
+                    "columns, pixel columns) first, move the axes into the order you want, and "
+                    "only then flatten.",
+                ),
                 lambda: images.reshape(B, 6, P * P * C),
             ),
         ]
+        generic = Hint(
+            "some patches, or some numbers inside them, are not where the instructions put them: "
+            "patches in reading order, and (row, column, channel) inside each.",
+            more=_PATCHIFY_MORE,
+        )
         compare(
             got,
             patching.patchify(images, P),
             mistakes,
-            shape_hints={(B, P * P * C, 6): "the last two axes are swapped: (B, N, P*P*C) wanted."},
+            generic=generic,
+            shape_hints={
+                (B, P * P * C, 6): "the last two axes are swapped: one row per patch, "
+                "(B, N, P·P·C), is wanted."
+            },
         )
+
+
+_UNDO = Hint(
+    "undo patchify's steps in reverse order.",
+    more="from (B, N, P·P·C): give the patches back their grid and pixel axes, (B, H/P, W/P, P, P, "
+    "C); move the axes so that the channels come second and each grid axis sits just before its "
+    "pixel axis; then merge each pair into one side.",
+)
 
 
 @exercise("unpatchify", "01_patches", patching.unpatchify)
 class check_unpatchify:
     """Check `fn(patches, patch_size, image_size=(H, W)) -> (B, C, H, W)`, patchify's inverse."""
+
+    called = "patches (2, 6, 48), patch_size 4, image_size (8, 12)"
+    raised = [_RESHAPE, _PERMUTE]
+    more = _UNDO.more
 
     @staticmethod
     def inputs(seed: int) -> dict:
@@ -70,16 +134,11 @@ class check_unpatchify:
 
     @staticmethod
     def judge(got, images, patches) -> None:
-        undo = (
-            "undo patchify's steps in reverse: reshape to (B, H/P, W/P, P, P, C), permute to "
-            "(B, C, H/P, P, W/P, P), then reshape to (B, C, H, W)."
-        )
         mistakes = [
             (
-                "a plain reshape does not put the squares back; " + undo,
+                Hint("a plain reshape does not put the squares back: " + _UNDO, more=_UNDO.more),
                 lambda: patches.reshape(2, 3, 8, 12),
             )
         ]
-        compare(
-            got, images, mistakes, generic="unpatchify(patchify(x)) should give x back: " + undo
-        )
+        generic = Hint("unpatchify(patchify(x)) should give x back: " + _UNDO, more=_UNDO.more)
+        compare(got, images, mistakes, generic=generic)

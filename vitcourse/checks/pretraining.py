@@ -7,6 +7,7 @@ import torch
 
 from vitcourse import pretraining
 from vitcourse.checks.harness import compare, fail, seeded
+from vitcourse.checks.hints import Hint
 from vitcourse.checks.registry import exercise
 
 _B, _N, _RATIO = 256, 16, 0.75  # random_masking's check: images, patches per image, share hidden
@@ -19,7 +20,11 @@ def _judge_masks(visible, mask) -> None:
     if mask.shape != (B, N) or mask.dtype != torch.bool:
         fail(
             f"mask should be a bool tensor (B, N) = {(B, N)}, got {mask.dtype} {tuple(mask.shape)}",
-            "mask = torch.ones(B, N, dtype=torch.bool), then set the visible places to False.",
+            Hint(
+                "mask is one True or False per patch of each image: True where the patch is "
+                "hidden.",
+                more="a bool tensor of shape (B, N), filled at the hidden places' indices.",
+            ),
         )
     if visible.shape != (B, N - hidden):
         hint = (
@@ -37,13 +42,17 @@ def _judge_masks(visible, mask) -> None:
         fail(
             f"each image should hide exactly {hidden} of {N} patches; counts go from "
             f"{counts.min().item()} to {counts.max().item()}",
-            "pick the visible patches from a random permutation (argsort of random noise), "
-            "rather than hiding each patch with probability mask_ratio.",
+            Hint(
+                "hiding each patch with probability mask_ratio hides a different number in each "
+                "image; choose exactly that many instead.",
+                more="a random permutation of each image's N patches (the tip: argsort of random "
+                "noise) puts the patches in random order: keep the first V as the visible ones.",
+            ),
         )
     if (visible.diff(dim=1) <= 0).any():
         fail(
             "each row of visible should be in increasing order, without repeats",
-            "sort the chosen indices: .sort(dim=1).values",
+            "sort each row of the chosen indices.",
         )
     if (visible < 0).any() or (visible >= N).any():
         fail(f"visible should hold patch indices from 0 to {N - 1}")
@@ -57,6 +66,13 @@ class check_random_masking:
     each image hides its own random `round(N * mask_ratio)` patches; `visible` lists the others in
     increasing order; `mask` is True where hidden. Its randomness is not compared with the
     reference's (any good random choice passes), only its properties."""
+
+    called = "batch_size 256, num_patches 16, mask_ratio 0.75, a seeded generator"
+    more = (
+        "per image: a random order of its N patches (from noise drawn with the generator), the "
+        "first V = N - round(N · mask_ratio) of that order visible and sorted, the rest hidden; "
+        "mask True at the hidden ones."
+    )
 
     @staticmethod
     def inputs(seed: int) -> dict:
@@ -80,7 +96,10 @@ class check_random_masking:
         if len({tuple(row) for row in visible.tolist()}) < _B // 2:
             fail(
                 "the images share the same visible patches",
-                "draw one random permutation per image: torch.rand(B, N).argsort(dim=1).",
+                Hint(
+                    "each image needs its own random choice of patches.",
+                    more="draw one row of noise per image, (B, N), not one row for the batch.",
+                ),
             )
         share = mask.float().mean(dim=0)  # how often each position is hidden: about mask_ratio
         if share.min() < _RATIO - 0.15 or share.max() > _RATIO + 0.15:
@@ -98,14 +117,28 @@ class check_random_masking:
         if not same:
             fail(
                 "the same generator seed gave other patches",
-                "draw the noise with the generator: torch.rand(B, N, generator=generator).",
+                Hint(
+                    "draw all the randomness from the `generator` argument, so that the same seed "
+                    "gives the same patches.",
+                    more="torch's random functions (rand, randn, randperm...) take a generator as "
+                    "a keyword argument.",
+                ),
             )
+
+
+_LOSS_MORE = (
+    "two means: first over each patch's K numbers, giving (B, N) errors; then over the hidden "
+    "patches only (mask True), all images together."
+)
 
 
 @exercise("masked_patch_loss", "09_when_vits_win", pretraining.masked_patch_loss)
 class check_masked_patch_loss:
     """Check `fn(predicted (B, N, K), target (B, N, K), mask (B, N)) -> scalar`: the mean squared
     error over the hidden patches only."""
+
+    called = "predicted (3, 8, 12), target (3, 8, 12), mask (3, 8)"
+    more = _LOSS_MORE
 
     @staticmethod
     def inputs(seed: int) -> dict:
@@ -142,7 +175,7 @@ class check_masked_patch_loss:
                 lambda: (error.sum(-1) * m).sum() / m.sum(),
             ),
             (
-                "divide by the number of hidden patches (mask.sum()), not by every patch (B * N).",
+                "divide by the number of hidden patches, not by every patch (B · N).",
                 lambda: (error.mean(-1) * m).sum() / m.numel(),
             ),
             (
@@ -151,7 +184,7 @@ class check_masked_patch_loss:
                 lambda: ((error.mean(-1) * m).sum(1) / m.sum(1)).mean(),
             ),
             (
-                "square the difference: (predicted - target) ** 2, not its absolute value.",
+                "square the error instead of taking its absolute value: a mean *squared* error.",
                 lambda: ((predicted - target).abs().mean(-1) * m).sum() / m.sum(),
             ),
         ]
@@ -159,8 +192,11 @@ class check_masked_patch_loss:
             got,
             pretraining.masked_patch_loss(predicted, target, mask),
             mistakes,
-            generic="per patch the mean of (predicted - target) ** 2 over its numbers, then the "
-            "mean over the hidden patches (where mask is True).",
+            generic=Hint(
+                "per patch the mean of the squared error over its K numbers, then the mean over "
+                "the hidden patches (where mask is True).",
+                more=_LOSS_MORE,
+            ),
             shape_hints={
                 (3, 8): "that is one error per patch: average the hidden ones into one number.",
                 (3, 8, 12): "that is the error of every number: reduce it to one number.",

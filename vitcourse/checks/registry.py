@@ -7,7 +7,10 @@ the learner sees, written once here for every check:
 - "✓ name: correct", and the learner's own object back, so the notebook goes on with their code;
 - "… name: not written yet", and the course's solution (`reference`) in its place, so the rest of
   the notebook runs;
-- a failed check's message and hint, with no frames of the checks' code (`CheckFailed`);
+- a failed check's message and first-tier hint, with no frames of the checks' code
+  (`CheckFailed`), then where to ask for more (`hint(name)`) and which version the notebook goes
+  on with; an error raised by the learner's own code inside the check, in a few lines too
+  (`hints.LearnerRaised`: the error, the learner's line, the inputs' shapes, a hint);
 - the result recorded in `progress_file()`, so `progress()` in any notebook lists what you
   have passed. `grade(name, learner)` runs a check quietly for the class grader
   (`vitcourse.grade`).
@@ -23,12 +26,14 @@ import json
 import os
 import time
 import traceback
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from vitcourse.checks.answers import pack, unpack
 from vitcourse.checks.harness import CheckFailed, NotWritten
+from vitcourse.checks.hints import Hint, LearnerRaised, forget, raised_hint, remember
 
 
 @dataclass(frozen=True)
@@ -78,6 +83,14 @@ class Exercise:
         return learner
 
 
+# A pass in a teacher's copy (the book executes those): shown by `progress()`, never counted.
+TEACHERS = "correct with the teacher's solution (not counted)"
+_CRASHED = Hint(
+    "read the error: it names the operation and the shapes that do not fit. Print the shape "
+    "of each intermediate result on inputs of the shapes above.",
+    more="write each step's shape as a comment beside it, from the input's shape to the result's.",
+)
+
 EXERCISES: dict[str, Exercise] = {}  # filled by @exercise as `checks/__init__` imports the checks
 
 
@@ -96,11 +109,14 @@ def _read_progress() -> dict:
         return {}
 
 
-def _record(name: str, status: str) -> None:
-    """Note an exercise's result for `progress()`; a notebook never fails for want of a file."""
+def _record(name: str, status: str, keep_learners: bool = False) -> None:
+    """Note an exercise's result for `progress()`; a notebook never fails for want of a file.
+    With `keep_learners`, a result of the learner's own attempt stays as it is."""
     try:
         path = progress_file()
         results = _read_progress()
+        if keep_learners and results.get(name, {}).get("status") in ("passed", "wrong", "error"):
+            return
         results[name] = {"status": status, "time": time.strftime("%Y-%m-%d %H:%M:%S")}
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_name(path.name + ".partial")
@@ -122,6 +138,10 @@ def exercise(name: str, notebook: str, reference):
 
     def register(check: type) -> Callable:
         registered = Exercise(name, notebook, reference, check.inputs, check.run, check.judge)
+        # what a check may add for the notebook: its second-tier hint, the hints for errors the
+        # learner's code raises inside it, and what it calls the learner's code with
+        raised, called = getattr(check, "raised", []), getattr(check, "called", "")
+        remember(name, getattr(check, "more", ""))
 
         def check_cell(learner):
             if learner is reference:
@@ -132,13 +152,20 @@ def exercise(name: str, notebook: str, reference):
                 )
                 return reference
             try:
-                result = registered.check(learner)
-            except CheckFailed:
+                with warnings.catch_warnings():  # PyTorch's own advice here would be the fix
+                    warnings.filterwarnings("ignore", message="The use of `x.T`")
+                    result = registered.check(learner)
+            except CheckFailed as failed:
                 _record(name, "wrong")
+                remember(name, failed=failed)
                 raise
-            except Exception:
+            except Exception as error:  # noqa: BLE001 - the learner's code may raise anything
                 _record(name, "error")
-                raise
+                failed = LearnerRaised(error, called, raised_hint(error, raised, _CRASHED))
+                failed.exercise = name
+                remember(name, failed=failed)
+                raise failed from None  # said in a few lines, without the check's frames
+            forget(name)
             if result is reference:
                 _record(name, "not attempted")
                 print(
@@ -146,6 +173,7 @@ def exercise(name: str, notebook: str, reference):
                     "solution stands in for now, so the rest of the notebook runs. Come back to it!"
                 )
             elif is_teachers_solution(learner):
+                _record(name, TEACHERS, keep_learners=True)
                 print(f"✓ {name}: correct (the solution in the teacher's copy: not your progress)")
             else:
                 _record(name, "passed")
@@ -215,6 +243,13 @@ def exercise_results() -> dict[str, str]:
     return {name: recorded.get(name, {}).get("status", "not run yet") for name in EXERCISES}
 
 
+def passed(name: str) -> bool:
+    """Whether exercise `name`'s latest check here passed (the teacher's solution included): a
+    notebook shows the package's own code for an exercise only after that, never before the
+    learner has tried."""
+    return exercise_results()[name] in ("passed", TEACHERS)
+
+
 def progress(notebook: str = "") -> None:
     """Print the exercises you have passed, from the checks you ran in any notebook (each check
     records its latest result in `progress_file()`).
@@ -223,7 +258,7 @@ def progress(notebook: str = "") -> None:
     rest of the course in one line; without, every exercise.
     """
     results = exercise_results()
-    marks = {"passed": "✓", "wrong": "✗", "error": "✗"}
+    marks = {"passed": "✓", "wrong": "✗", "error": "✗", TEACHERS: "✓"}
     here = [n for n in results if EXERCISES[n].notebook.startswith(notebook)] if notebook else []
     if notebook and not here:
         notebooks = sorted({e.notebook for e in EXERCISES.values()})
@@ -237,10 +272,17 @@ def progress(notebook: str = "") -> None:
         print(f"  {marks.get(results[name], '·')} {name}: {results[name]}")
     if here:
         rest = [results[n] for n in results if n not in here]
+        teachers = rest.count(TEACHERS)
         print(
-            f"the rest of the course: {rest.count('passed')} of {len(rest)} exercises passed "
-            "(progress() lists them all)"
+            f"the rest of the course: {rest.count('passed')} of {len(rest)} exercises passed"
+            + (f" ({teachers} more with the teacher's solutions)" if teachers else "")
+            + " (progress() lists them all)"
         )
     else:
         passed = sum(status == "passed" for status in results.values())
-        print(f"{passed} of {len(results)} exercises passed (recorded in {progress_file()})")
+        teachers = sum(status == TEACHERS for status in results.values())
+        print(
+            f"{passed} of {len(results)} exercises passed"
+            + (f" ({teachers} more with the teacher's solutions)" if teachers else "")
+            + f" (recorded in {progress_file()})"
+        )

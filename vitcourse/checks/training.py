@@ -9,7 +9,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from vitcourse import training
-from vitcourse.checks.harness import compare, fail, randomized, seeded
+from vitcourse.checks.harness import Mistakes, compare, fail, randomized, seeded
+from vitcourse.checks.hints import Hint
 from vitcourse.checks.registry import exercise
 
 
@@ -31,10 +32,78 @@ def _run_steps(
     return losses, torch.cat([p.detach().flatten() for p in model.parameters()])
 
 
+_STEP_MORE = (
+    "the step's order: the logits, the loss (with label smoothing), reset the gradients, "
+    "backward, clip the gradient norm, the optimizer's step; return the loss."
+)
+
+
+def _step_mistakes(state, batches) -> Mistakes:
+    """The classic slips in a training step, each as the weights it would leave after two steps."""
+
+    def without(zero=True, clip=True, update=True, smoothing=True):
+        def step(model, optimizer, x, y, label_smoothing, grad_clip):
+            smoothed = label_smoothing if smoothing else 0
+            loss = F.cross_entropy(model(x), y, label_smoothing=smoothed)
+            if zero:
+                optimizer.zero_grad()
+            loss.backward()
+            if clip:
+                nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+            if update:
+                optimizer.step()
+            return loss
+
+        return _run_steps(step, state, batches)[1]
+
+    mistakes = [
+        (
+            Hint(
+                "the gradients are never reset, so the second step also adds the first "
+                "batch's: each backward() adds to what the parameters' gradients hold.",
+                more="the optimizer can reset them; do it once per step, before backward().",
+            ),
+            lambda: without(zero=False),
+        ),
+        (
+            Hint(
+                "the weights never change: the optimizer must take its step after backward() "
+                "and the clipping.",
+                more="resetting the gradients between backward() and the optimizer's step "
+                "leaves it nothing to apply: reset them before backward().",
+            ),
+            lambda: without(update=False),
+        ),
+        (
+            Hint(
+                "the gradient norm is not clipped to grad_clip.",
+                more="torch.nn.utils has a function that clips the parameters' gradient norm "
+                "in place; it goes after backward() and before the optimizer's step.",
+            ),
+            lambda: without(clip=False),
+        ),
+        (
+            Hint(
+                "label smoothing is missing from the loss.",
+                more="the cross-entropy function takes label smoothing as one of its arguments.",
+            ),
+            lambda: without(smoothing=False),
+        ),
+    ]
+    return mistakes
+
+
 @exercise("train_step", "06_training", training.train_step)
 class check_train_step:
     """Check `fn(model, optimizer, images, labels, label_smoothing, grad_clip) -> loss`: one
-    optimisation step, as `vitcourse.training.train_step` takes it."""
+    optimisation step, as `vitcourse.training.train_step` takes it. The loss may come back as a
+    tensor or as a number (`.item()`); the check puts the model in training mode itself."""
+
+    called = (
+        "a tiny model (Linear 12 -> 16 -> 3) with AdamW, two batches of images (8, 1, 3, 4) and "
+        "labels (8,), label_smoothing 0.1, grad_clip 1.0"
+    )
+    more = _STEP_MORE
 
     @staticmethod
     def inputs(seed: int) -> dict:
@@ -54,57 +123,33 @@ class check_train_step:
     def judge(got, state, batches) -> None:
         losses, weights = got
         expected_losses, expected = _run_steps(training.train_step, state, batches)
-        if not all(isinstance(loss, torch.Tensor) and loss.numel() == 1 for loss in losses):
-            fail("it should return the batch's loss, a tensor with one number")
+        if not all(
+            isinstance(loss, float | int) or (isinstance(loss, torch.Tensor) and loss.numel() == 1)
+            for loss in losses
+        ):
+            fail(
+                "it should return the batch's loss, one number (a tensor, or its .item())",
+                "return the loss the step computed.",
+            )
 
-        def without(zero=True, clip=True, update=True, smoothing=True):
-            def step(model, optimizer, x, y, label_smoothing, grad_clip):
-                smoothed = label_smoothing if smoothing else 0
-                loss = F.cross_entropy(model(x), y, label_smoothing=smoothed)
-                if zero:
-                    optimizer.zero_grad()
-                loss.backward()
-                if clip:
-                    nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
-                if update:
-                    optimizer.step()
-                return loss
-
-            return _run_steps(step, state, batches)[1]
-
-        mistakes = [
-            (
-                "the gradients are never reset, so the second step also adds the first batch's: "
-                "call optimizer.zero_grad() before loss.backward().",
-                lambda: without(zero=False),
-            ),
-            (
-                "the weights never change: call optimizer.step() after loss.backward() (and the "
-                "clipping), and zero the gradients *before* backward(), not between it and step().",
-                lambda: without(update=False),
-            ),
-            (
-                "the gradient norm is not clipped: call nn.utils.clip_grad_norm_("
-                "model.parameters(), grad_clip) after backward() and before step().",
-                lambda: without(clip=False),
-            ),
-            (
-                "label smoothing is missing: F.cross_entropy(logits, labels, "
-                "label_smoothing=label_smoothing).",
-                lambda: without(smoothing=False),
-            ),
-        ]
+        mistakes = _step_mistakes(state, batches)
         # The weights first: a wrong step shows there, and then changes the second batch's loss too.
         compare(
             weights,
             expected,
             mistakes,
-            generic="forward, loss, zero_grad, backward, clip, step, in that order.",
+            generic=Hint("check the step's parts and their order.", more=_STEP_MORE),
             what="the weights after two steps",
         )
         compare(
-            torch.stack([loss.reshape(()) for loss in losses]),
+            torch.stack(
+                [torch.as_tensor(loss, dtype=torch.float32).reshape(()) for loss in losses]
+            ),
             torch.stack(expected_losses).detach(),
-            generic="return the batch's loss: the cross-entropy of model(images) against labels.",
+            generic=Hint(
+                "return the batch's loss: the cross-entropy (with label smoothing) of the model's "
+                "logits against the labels.",
+                more="the loss of the logits computed at the start of the step, before the update.",
+            ),
             what="the returned losses",
         )

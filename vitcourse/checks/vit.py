@@ -8,7 +8,15 @@ import torch
 
 from vitcourse import vit
 from vitcourse.checks.answers import type_name
-from vitcourse.checks.harness import compare, fail, randomized, run_with_reference_weights, seeded
+from vitcourse.checks.harness import (
+    Mistakes,
+    compare,
+    fail,
+    randomized,
+    run_with_reference_weights,
+    seeded,
+)
+from vitcourse.checks.hints import Hint
 from vitcourse.checks.registry import exercise
 from vitcourse.vit import count_parameters
 
@@ -25,9 +33,92 @@ _TINY = {
 }
 
 
+_VIT_MORE = (
+    "the shapes: images (B, C, H, W) -> patch tokens (B, N, D) -> with the cls token in front and "
+    "the positions added (B, T, D) -> every block, then the final norm (B, T, D) -> the cls token "
+    "(B, D) -> logits (B, classes). The paper's equations 1 to 4 (section 3.1) are these steps."
+)
+
+
+def _vit_mistakes(r, images) -> Mistakes:
+    """The classic slips in a ViT's forward, each as the logits it would give."""
+    patches = r.patch_embed(images)
+    cls_tok = r.cls_token.expand(2, -1, -1)
+
+    def forward(tokens, pool=lambda t: t[:, 0], final_norm=True):
+        for b in r.blocks:
+            tokens = b(tokens)
+        return r.head(pool(r.norm(tokens) if final_norm else tokens))
+
+    mistakes = [
+        (
+            Hint(
+                "the position embeddings are not added: equation 1 adds E_pos to the "
+                "whole sequence, the cls token included.",
+                more="pos_embed is (1, T, D): add it once the cls token is in front.",
+            ),
+            lambda: forward(torch.cat([cls_tok, patches], 1)),
+        ),
+        (
+            "the cls token goes in front (position 0), and the head reads it from there.",
+            lambda: forward(torch.cat([patches, cls_tok], 1) + r.pos_embed),
+        ),
+        (
+            "the head should classify the cls token, at position 0, not the last token.",
+            lambda: forward(
+                torch.cat([cls_tok, patches], 1) + r.pos_embed, pool=lambda t: t[:, -1]
+            ),
+        ),
+        (
+            Hint(
+                "this model pools with the cls token (config.pool == 'cls'): classify "
+                "token 0, not a mean of the tokens.",
+                more="equation 4: y = LN(z_L⁰), the final norm of the cls token's output.",
+            ),
+            lambda: forward(
+                torch.cat([cls_tok, patches], 1) + r.pos_embed, pool=lambda t: t.mean(1)
+            ),
+        ),
+        (
+            Hint(
+                "the final LayerNorm is missing: equation 4 normalises the last block's "
+                "output before the head.",
+                more="__init__ built it as norm; it runs once, after the last block.",
+            ),
+            lambda: forward(torch.cat([cls_tok, patches], 1) + r.pos_embed, final_norm=False),
+        ),
+    ]
+    return mistakes
+
+
 @exercise("ViT", "05_vision_transformer", vit.VisionTransformer)
 class check_vision_transformer:
     """Check a ViT class: `cls(config)` with the reference's submodules, images -> logits."""
+
+    called = (
+        "images (2, 3, 16, 16), in a ViT(ViTConfig(image_size=16, patch_size=4, dim=12, depth=2, "
+        "num_heads=3, num_classes=5)) with the reference's weights"
+    )
+    raised = [
+        (
+            "Sizes of tensors must match",
+            Hint(
+                "the cls token is (1, 1, D), one for the whole model: each of the B images needs "
+                "its own view of it before it can join the (B, N, D) patch tokens.",
+                more="notebook 02's embed_tokens did the same (imported above from "
+                "vitcourse.embedding): `expand` makes B views without copying.",
+            ),
+        ),
+        (
+            "is not defined",
+            Hint(
+                "a name your forward uses does not exist in this notebook.",
+                more="embed_tokens, from notebook 02, is imported above from vitcourse.embedding; "
+                "everything else the forward needs is a part __init__ built (self.…).",
+            ),
+        ),
+    ]
+    more = _VIT_MORE
 
     @staticmethod
     def inputs(seed: int) -> dict:
@@ -43,50 +134,19 @@ class check_vision_transformer:
         r = vit.VisionTransformer(vit.ViTConfig(**_TINY)).eval()
         r.load_state_dict(weights)
         with torch.no_grad():
-            patches = r.patch_embed(images)
-            cls_tok = r.cls_token.expand(2, -1, -1)
-
-            def forward(tokens, pool=lambda t: t[:, 0], final_norm=True):
-                for b in r.blocks:
-                    tokens = b(tokens)
-                return r.head(pool(r.norm(tokens) if final_norm else tokens))
-
-            mistakes = [
-                (
-                    "the position embeddings are not added: tokens = tokens + self.pos_embed.",
-                    lambda: forward(torch.cat([cls_tok, patches], 1)),
-                ),
-                (
-                    "the cls token goes in front (position 0), and the head reads it from there.",
-                    lambda: forward(torch.cat([patches, cls_tok], 1) + r.pos_embed),
-                ),
-                (
-                    "the head should classify the cls token, x[:, 0], not the last token.",
-                    lambda: forward(
-                        torch.cat([cls_tok, patches], 1) + r.pos_embed, pool=lambda t: t[:, -1]
-                    ),
-                ),
-                (
-                    "this model pools with the cls token (config.pool == 'cls'): use x[:, 0], not "
-                    "a mean.",
-                    lambda: forward(
-                        torch.cat([cls_tok, patches], 1) + r.pos_embed, pool=lambda t: t.mean(1)
-                    ),
-                ),
-                (
-                    "the final LayerNorm is missing: apply self.norm after the last block.",
-                    lambda: forward(
-                        torch.cat([cls_tok, patches], 1) + r.pos_embed, final_norm=False
-                    ),
-                ),
-            ]
+            mistakes = _vit_mistakes(r, images)
             compare(
                 got,
                 r(images),
                 mistakes,
+                generic=Hint(
+                    "follow the four steps above the exercise; they are the paper's equations 1 "
+                    "to 4.",
+                    more=_VIT_MORE,
+                ),
                 shape_hints={
-                    (2, 17, 5): "the head gives logits per token: pool to one vector per image "
-                    "first (the cls token, x[:, 0]).",
+                    (2, 17, 5): "the head gives logits for every token: pool to one vector per "
+                    "image first (the cls token, at position 0).",
                 },
             )
 
@@ -94,6 +154,16 @@ class check_vision_transformer:
 @exercise("count_parameters", "05_vision_transformer", count_parameters)
 class check_parameter_count:
     """Check `fn(config) -> int`: a ViT's number of trainable parameters, from its sizes alone."""
+
+    called = (
+        "five configs: a tiny ViT, the same without qkv biases, the same with sin-cos positions, "
+        "course-28/7 and vit-base/16"
+    )
+    more = (
+        "build VisionTransformer(config) for the config in the message and count the parameters "
+        "of each of its parts (patch_embed, blocks[0], norm, head...) to find the piece you count "
+        "differently."
+    )
 
     @staticmethod
     def inputs(seed: int) -> dict:  # the same five models for every seed
@@ -162,7 +232,6 @@ class check_parameter_count:
                 f"for {config} it gives {answer:,}: {how_far} ({expected:,})",
                 guesses[0]
                 if guesses
-                else "count each piece: patch projection (P*P*C*D + D), cls token, position "
-                "embeddings (when learned), per block two LayerNorms, qkv (D*3D, + 3D when "
-                "qkv_bias), proj (D*D + D), the MLP, then the final LayerNorm and the head.",
+                else "go through the list above the exercise piece by piece, for this config's "
+                "switches (qkv_bias, pos_embed).",
             )

@@ -1,0 +1,252 @@
+"""What a learner sees when a check fails, for every exercise: an answer that matches none of the
+check's known mistakes, and one whose code raises inside the check. Both are said in a few lines,
+with no line of the solution and no frame of the package; a second, more specific hint is one
+call away (`hint(name)`, named in the failure's last lines); MultiHeadSelfAttention is judged on
+its own."""
+
+import contextlib
+import io
+import re
+import warnings
+from pathlib import Path
+
+import nbformat
+import pytest
+import torch
+from IPython.core.interactiveshell import InteractiveShell
+
+from vitcourse import checks
+from vitcourse.checks import harness
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+
+
+def _solution_lines() -> set[str]:
+    """Every line of code between the solution markers of the teacher's notebooks."""
+    lines = set()
+    for path in NOTEBOOKS.glob("*.ipynb"):
+        for cell in nbformat.read(path, as_version=4).cells:
+            inside = False
+            for line in cell.source.splitlines():
+                if "### BEGIN SOLUTION" in line:
+                    inside = True
+                elif "### END SOLUTION" in line:
+                    inside = False
+                elif inside:
+                    code = line.split("  #")[0].strip()
+                    if len(code) >= 14:
+                        lines.add(code)
+    return lines
+
+
+SOLUTION = _solution_lines()
+
+
+def _off(value):
+    """A right answer, changed so that it matches none of the known mistakes."""
+    if isinstance(value, tuple):
+        return tuple(_off(v) for v in value)
+    if isinstance(value, torch.Tensor) and value.is_floating_point():
+        return value * 1.01 + 0.003
+    if isinstance(value, float | int):
+        return value * 1.01 + 7
+    return value
+
+
+def _wrong(exercise):
+    reference = exercise.reference
+    if isinstance(reference, type):
+
+        def forward(self, x):
+            return _off(reference.forward(self, x))
+
+        return type("Mine", (reference,), {"forward": forward})
+    return lambda *args, **kwargs: _off(reference(*args, **kwargs))
+
+
+def _raising(exercise):
+    def broken(*args, **kwargs):
+        scores = torch.ones(2, 3) @ torch.ones(4, 5)  # a shape slip in the learner's own line
+        return scores
+
+    if isinstance(exercise.reference, type):
+        return type("Mine", (exercise.reference,), {"forward": lambda self, x: broken()})
+    return broken
+
+
+def _wrong_step(model, optimizer, images, labels, label_smoothing, grad_clip):
+    loss = torch.nn.functional.cross_entropy(model(images), labels)
+    loss.backward()  # gradients never reset, no clipping, no smoothing: all three at once
+    optimizer.step()
+    return loss
+
+
+def _wrong_masking(batch_size, num_patches, mask_ratio, generator=None):
+    mask = torch.zeros(batch_size, num_patches, dtype=torch.bool)
+    return torch.arange(num_patches).expand(batch_size, -1), mask
+
+
+SPECIAL = {"train_step": _wrong_step, "random_masking": _wrong_masking}
+
+
+def _shown(cell_name: str, learner) -> list[str]:
+    """What the notebook shows for `check(learner)`, line by line."""
+    shell = InteractiveShell.instance()
+    shell.user_ns["_learner"] = learner
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        shell.run_cell(f"from vitcourse.checks import {cell_name}\n{cell_name}(_learner)")
+    return [line for line in out.getvalue().splitlines() if line.strip()]
+
+
+def _cell_names() -> dict[str, str]:
+    return {getattr(checks, n).exercise: n for n in checks.__all__ if n.startswith("check_")}
+
+
+def _assert_short_and_clean(name: str, lines: list[str]) -> None:
+    text = "\n".join(lines)
+    assert lines[0].startswith(f"✗ {name} is not right yet"), text
+    assert 3 <= len(lines) <= 5, text
+    assert f'hint("{name}")' in lines[-2] and f"goes on with your {name}" in lines[-1], text
+    assert "Traceback" not in text and 'File "' not in text and "vitcourse/" not in text, text
+    leaked = [code for code in SOLUTION if code in text]
+    assert not leaked, (name, leaked)
+
+
+@pytest.mark.parametrize("name", list(checks.EXERCISES))
+def test_an_answer_that_matches_no_known_mistake_gets_a_short_nudge(name):
+    learner = SPECIAL.get(name) or _wrong(checks.EXERCISES[name])
+    lines = _shown(_cell_names()[name], learner)
+    _assert_short_and_clean(name, lines)
+    assert lines[1].startswith("Hint: "), lines
+
+
+@pytest.mark.parametrize("name", list(checks.EXERCISES))
+def test_code_that_raises_inside_a_check_is_said_in_a_few_lines(name, capsys):
+    lines = _shown(_cell_names()[name], _raising(checks.EXERCISES[name]))
+    _assert_short_and_clean(name, lines)
+    assert "your code raised RuntimeError" in lines[0]
+    assert "at `scores = torch.ones(2, 3) @ torch.ones(4, 5)" in lines[0]  # the learner's line
+    assert "called with " in lines[0] and lines[1].startswith("Hint: ")
+    # The second tier, as the failure says to ask for it: another text, no solution either.
+    shell = InteractiveShell.instance()
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        call, imports = re.fullmatch(r"More help: (.+?)\s+\((.+)\)", lines[-2]).groups()
+        shell.run_cell(f"{imports}\n{call}")
+    more = out.getvalue().strip()
+    assert (
+        more.startswith(f"Hint for {name}: ") and more[len(f"Hint for {name}: ") :] not in lines[1]
+    )
+    assert not [code for code in SOLUTION if code in more]
+
+
+# Code in a first-tier hint: a call with arguments (`torch.cat([cls, x], dim=1)`), a method call
+# (`.transpose(1, 2)`) or an assignment between names (`x = x + ...`; the maths' `d = D / h` is
+# no code).
+CODE = re.compile(r"[A-Za-z_]\w*\([^)]*[,=][^)]*\)|\.\w+\(|\b[a-z_][a-z_0-9]* = [a-z_]")
+
+
+def _hints_given(name: str, monkeypatch) -> list[str]:
+    """Every hint a check holds for the answers `compare` judges, its mistakes' included."""
+    module = __import__(checks.EXERCISES[name].judge.__module__, fromlist=["compare"])
+    seen: list[str] = []
+
+    def recording(got, expected, mistakes=(), generic="", shape_hints=None, what=""):
+        seen.extend([hint for hint, _ in mistakes] + [generic, *(shape_hints or {}).values()])
+        harness.compare(got, expected, mistakes, generic, shape_hints, what)
+
+    monkeypatch.setattr(module, "compare", recording, raising=False)
+    exercise = checks.EXERCISES[name]
+    learner = SPECIAL.get(name) or _wrong(exercise)
+    with pytest.raises(checks.CheckFailed):
+        exercise.check(learner)
+    return [h for h in seen if h]
+
+
+@pytest.mark.parametrize("name", list(checks.EXERCISES))
+def test_first_tier_hints_hold_no_code_and_no_tier_holds_the_solution(name, monkeypatch):
+    hints = _hints_given(name, monkeypatch)
+    for hint in hints:
+        assert not CODE.search(hint), (name, hint)
+        for tier in (hint, getattr(hint, "more", "")):
+            assert not [code for code in SOLUTION if code in tier], (name, tier)
+    for _, hint in getattr(checks.EXERCISES[name], "raised", []):
+        assert not CODE.search(hint), (name, hint)
+
+
+def test_most_hints_come_with_a_second_tier(monkeypatch):
+    hints = [h for name in checks.EXERCISES for h in _hints_given(name, monkeypatch)]
+    with_more = [h for h in hints if getattr(h, "more", "")]
+    assert len(hints) >= 40 and len(with_more) >= len(hints) * 0.6, (len(hints), len(with_more))
+
+
+def test_multi_head_attention_is_judged_with_the_courses_attention_inside():
+    from vitcourse.attention import MultiHeadSelfAttention, scaled_dot_product_attention
+
+    shell = InteractiveShell.instance()
+    shell.run_cell(
+        "import torch\n"
+        "from torch import nn\n"
+        "from vitcourse.attention import MultiHeadSelfAttention as _Course\n"
+        "def attention(q, k, v):\n"
+        "    w = (q @ k.transpose(-2, -1)).softmax(-1)  # a learner's attention, not scaled\n"
+        "    return w @ v, w\n"
+        "class Mine(_Course):\n"
+        "    def forward(self, x):\n"
+        "        B, T, D = x.shape\n"
+        "        h, d = self.num_heads, self.head_dim\n"
+        "        q, k, v = self.qkv(x).reshape(B, T, 3, h, d).permute(2, 0, 3, 1, 4)\n"
+        "        out, _ = attention(q, k, v)\n"
+        "        return self.proj(out.transpose(1, 2).reshape(B, T, D))\n"
+    )
+    namespace = shell.user_ns
+    mine, wrong = namespace["Mine"], namespace["attention"]
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert checks.check_multi_head_attention(mine) is mine  # right, whatever attention is
+    assert namespace["attention"] is wrong  # the learner's own name is given back
+    learners, course = mine(12, 3), MultiHeadSelfAttention(12, 3)
+    course.load_state_dict(learners.state_dict())
+    x = torch.randn(1, 3, 12)
+    assert not torch.allclose(learners(x), course(x))  # their attention runs in it again
+
+    def open_attention(q, k, v):
+        raise NotImplementedError()
+
+    namespace["attention"] = open_attention  # an attention not written yet: MHSA still judged
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert checks.check_multi_head_attention(mine) is mine
+    assert namespace["attention"] is open_attention
+    assert scaled_dot_product_attention is checks.EXERCISES["attention"].reference
+
+
+def test_the_second_tier_follows_the_latest_failure(capsys):
+    def unscaled(q, k, v):
+        weights = (q @ k.transpose(-2, -1)).softmax(-1)
+        return weights @ v, weights
+
+    with pytest.raises(checks.CheckFailed):
+        checks.check_attention(unscaled)
+    checks.hint("attention")
+    about_scaling = capsys.readouterr().out
+    assert "saturates" in about_scaling  # the second tier of the mistake found
+    checks.check_attention(lambda q, k, v: checks.EXERCISES["attention"].reference(q, k, v))
+    capsys.readouterr()
+    checks.hint("attention")  # passed since: the exercise's general second tier
+    general = capsys.readouterr().out
+    assert general != about_scaling and "Vaswani et al." in general
+    with pytest.raises(KeyError, match="no exercise named 'atention'"):
+        checks.hint("atention")
+
+
+def test_k_dot_T_in_attention_gets_the_hint_and_not_pytorchs_fix():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        lines = _shown(
+            "check_attention",
+            lambda q, k, v: ((q @ k.T).softmax(-1) @ v, (q @ k.T).softmax(-1)),
+        )
+    assert not [w for w in caught if "x.T" in str(w.message)]
+    _assert_short_and_clean("attention", lines)
+    assert "`.T` reverses *all* of them" in lines[1]
+    assert "mT" not in "\n".join(lines)  # PyTorch's warning would name the fix
