@@ -112,11 +112,13 @@ def serve(html: Path) -> str:
 
 def executed(html: Path, page: str) -> dict:
     """The notebook of `page` (notebooks/NN_name.html) with the outputs the book shows: the staged
-    source merged with its run in the build's jupyter-cache (book/conf.py says where that is)."""
+    source merged with its run in the build's jupyter-cache (book/conf.py says where both are;
+    _sources/ holds the student copies, the pages' downloads)."""
     import nbformat
     from jupyter_cache import get_cache
 
-    source = nbformat.read(html / "_sources" / Path(page).with_suffix(".ipynb"), as_version=4)
+    staged = Path((html.parent / "staged-notebooks.txt").read_text())
+    source = nbformat.read(staged / Path(page).with_suffix(".ipynb").name, as_version=4)
     cache = get_cache((html.parent / "execution-cache.txt").read_text())
     return cache.merge_match_into_notebook(source)[1]
 
@@ -323,10 +325,93 @@ def test_every_notebook_page_links_to_itself_and_its_student_copy_on_colab(book)
         assert f"{COLAB}student/{path.name}" in hrefs, path.name
 
 
+def test_solutions_are_folded_and_the_download_is_the_student_copy(book):
+    """A reader sees each exercise open and its solution folded under "Show the solution"; the
+    page's .ipynb download is the student copy (the exercises to do, no solution)."""
+    from bs4 import BeautifulSoup
+
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        solutions = [
+            "".join(cell["source"])
+            for cell in json.loads(path.read_text())["cells"]
+            if cell["cell_type"] == "code" and "### BEGIN SOLUTION" in "".join(cell["source"])
+        ]
+        page = book / "notebooks" / path.with_suffix(".html").name
+        soup = BeautifulSoup(page.read_text(), "html.parser")
+        folded = [d for d in soup.select("details") if "Show the solution" in d.get_text()]
+        assert len(folded) == len(solutions), path.name
+        for solution, details in zip(solutions, folded, strict=True):
+            body = solution.split("### BEGIN SOLUTION")[1].split("### END SOLUTION")[0]
+            line = next(x.strip() for x in body.splitlines() if x.strip() and "#" not in x)
+            assert line in details.get_text(), (path.name, line)  # the solution, folded
+        for pre in soup.select("div.cell_input pre, div.highlight-python pre"):
+            inside = pre.find_parent("details")
+            if "### BEGIN SOLUTION" in pre.get_text():
+                assert inside is not None, (path.name, pre.get_text()[:80])
+        link = soup.select_one('a[href$="_sources/notebooks/' + path.name + '"]')
+        assert link is not None, f"{path.name}: no .ipynb download"
+        download = (page.parent / link["href"]).resolve()
+        assert download.read_bytes() == (ROOT / "student" / path.name).read_bytes(), path.name
+        assert "### BEGIN SOLUTION" not in download.read_text()
+
+
+def test_code_has_a_copy_button_and_the_theme_follows_the_readers_system(book, browser):
+    page_name = "notebooks/03_attention.html"
+    context = browser.new_context(color_scheme="dark", viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.goto(serve(book) + page_name, wait_until="networkidle")
+    assert page.evaluate("document.documentElement.dataset.theme") == "dark"
+    buttons = page.eval_on_selector_all("div.cell_input button.copybtn", "b => b.length")
+    inputs = page.eval_on_selector_all("div.cell_input", "c => c.length")
+    assert buttons == inputs > 0  # one on every code cell...
+    assert page.eval_on_selector_all("div.cell_output button.copybtn", "b => b.length") == 0
+    context.close()
+    context = browser.new_context(color_scheme="light")
+    page = context.new_page()
+    page.goto(serve(book) + page_name, wait_until="networkidle")
+    assert page.evaluate("document.documentElement.dataset.theme") == "light"
+    context.close()
+
+
+def test_code_and_outputs_fit_the_column_and_outputs_name_no_build_folder(book, browser):
+    """At 1280 pixels a line of the course's code (100 characters at most) fits the column; an
+    output wraps rather than scroll, at any width; no output names the folder the book was built
+    in."""
+    from bs4 import BeautifulSoup
+
+    address = serve(book)
+    measure = """() => {
+      const over = e => e.scrollWidth > e.clientWidth + 1;
+      const longest = e => Math.max(...e.textContent.split('\\n').map(l => l.length));
+      return {
+        inputs: [...document.querySelectorAll('article div.cell_input pre')]
+          .filter(e => over(e) && longest(e) <= 100).length,
+        outputs: [...document.querySelectorAll('article div.cell_output pre')]
+          .filter(over).length,
+      };
+    }"""
+    for width in (1280, 390):
+        context = browser.new_context(viewport={"width": width, "height": 900})
+        for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+            page = context.new_page()
+            page.goto(address + f"notebooks/{path.with_suffix('.html').name}")
+            found = page.evaluate(measure)
+            assert found["outputs"] == 0, (width, path.name, found)
+            if width == 1280:
+                assert found["inputs"] == 0, (width, path.name, found)
+            page.close()
+        context.close()
+    for page in sorted((book / "notebooks").glob("*.html")):
+        article = BeautifulSoup(page.read_text(), "html.parser").select_one("article")
+        outputs = " ".join(o.get_text() for o in article.select(".cell_output"))
+        assert str(ROOT) not in outputs, page.name
+
+
 def test_the_checks_fail_on_a_broken_page(book, browser, tmp_path):
     site = tmp_path / "html"
     shutil.copytree(book, site)
-    shutil.copy(book.parent / "execution-cache.txt", site.parent / "execution-cache.txt")
+    for record in ("execution-cache.txt", "staged-notebooks.txt"):
+        shutil.copy(book.parent / record, site.parent / record)
     page = "notebooks/03_attention.html"
     assert page_problems(site, page) == []
     text = (site / page).read_text()
