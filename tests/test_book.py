@@ -78,7 +78,10 @@ def build_book(folder: Path, notebooks: Path = ROOT / "notebooks") -> subprocess
     )
     return subprocess.run(
         ["bash", str(source / "build"), "-q"],
-        env=env, capture_output=True, text=True, timeout=1500,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1500,
     )
 
 
@@ -198,7 +201,7 @@ def page_problems(html: Path, page: str) -> list[str]:
     for tag, attribute in links:
         value = tag[attribute]
         if value.startswith(COLAB):
-            if not (ROOT / value[len(COLAB):]).is_file():
+            if not (ROOT / value[len(COLAB) :]).is_file():
                 problems.append(f"{page}: a Colab link names no file of the repository: {value}")
             continue
         target = _resolve(page, value)
@@ -254,7 +257,8 @@ def browse(browser, address: str, pages: list[str]) -> dict[str, dict]:
         offsite.clear()
         page.goto(address + page_name, wait_until="networkidle")
         unloaded = page.eval_on_selector_all(
-            "article img", "images => images.filter(i => !(i.complete && i.naturalWidth > 0))"
+            "article img",
+            "images => images.filter(i => !(i.complete && i.naturalWidth > 0))"
             ".map(i => i.getAttribute('src'))",
         )
         # axe's CSS preload fetches @import-ed sheets relative to the page, not to the sheet that
@@ -292,8 +296,13 @@ def test_the_navigation_reaches_every_notebook_and_page(book):
     notebooks = sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     for name in notebooks:
         assert f"notebooks/{Path(name).with_suffix('.html')}" in pages, name
-    for page in ["docs/teachers.html", "docs/scaling.html", "reference.html",
-                 "reference/vitcourse.attention.html", "reference/vitcourse.checks.harness.html"]:
+    for page in [
+        "docs/teachers.html",
+        "docs/scaling.html",
+        "reference.html",
+        "reference/vitcourse.attention.html",
+        "reference/vitcourse.checks.harness.html",
+    ]:
         assert page in pages, page
 
 
@@ -342,7 +351,8 @@ def test_solutions_are_folded_and_the_download_is_the_student_copy(book):
         assert len(folded) == len(solutions), path.name
         for solution, details in zip(solutions, folded, strict=True):
             body = solution.split("### BEGIN SOLUTION")[1].split("### END SOLUTION")[0]
-            line = next(x.strip() for x in body.splitlines() if x.strip() and "#" not in x)
+            code = [x.split("#")[0].strip() for x in body.splitlines()]
+            line = next(x for x in code if x)  # its first line of code, comments left out
             assert line in details.get_text(), (path.name, line)  # the solution, folded
         for pre in soup.select("div.cell_input pre, div.highlight-python pre"):
             inside = pre.find_parent("details")
@@ -421,7 +431,7 @@ def test_the_checks_fail_on_a_broken_page(book, browser, tmp_path):
     broken = (
         '<div class="cell_output docutils container"><div class="output traceback highlight-'
         'ipythontb notranslate"><pre>Traceback (most recent call last):\nValueError: shapes'
-        '</pre></div></div>'
+        "</pre></div></div>"
         '<a href="no_such_page.html">a dead link</a>'
         '<a href="01_patches.html#no-such-section">a dead anchor</a>'
         f'<a href="{COLAB}notebooks/99_missing.ipynb">Colab</a>'
@@ -431,9 +441,15 @@ def test_the_checks_fail_on_a_broken_page(book, browser, tmp_path):
     text = text.replace("</article>", broken + "</article>", 1)
     (site / page).write_text(text)
     found = "\n".join(page_problems(site, page))
-    for expected in ["traceback", "no_such_page.html leads nowhere", "has no #no-such-section",
-                     "99_missing.ipynb", "alt text does not say", "images shown",
-                     "no_such.png leads nowhere"]:
+    for expected in [
+        "traceback",
+        "no_such_page.html leads nowhere",
+        "has no #no-such-section",
+        "99_missing.ipynb",
+        "alt text does not say",
+        "images shown",
+        "no_such.png leads nowhere",
+    ]:
         assert expected in found, expected
     seen = browse(browser, serve(site), [page])[page]
     assert "broken on purpose" in seen["errors"]
@@ -446,10 +462,16 @@ def test_a_failing_cell_stops_the_build(tmp_path):
     notebooks = tmp_path / "notebooks"
     notebooks.mkdir()
     source = json.loads((ROOT / "notebooks" / "04_transformer_block.ipynb").read_text())
-    source["cells"] = source["cells"][:1] + [{
-        "cell_type": "code", "execution_count": None, "id": "broken", "metadata": {},
-        "outputs": [], "source": "raise ValueError('broken on purpose')",
-    }]
+    source["cells"] = source["cells"][:1] + [
+        {
+            "cell_type": "code",
+            "execution_count": None,
+            "id": "broken",
+            "metadata": {},
+            "outputs": [],
+            "source": "raise ValueError('broken on purpose')",
+        }
+    ]
     (notebooks / "04_transformer_block.ipynb").write_text(json.dumps(source))
     done = build_book(tmp_path, notebooks)
     assert done.returncode != 0

@@ -130,8 +130,15 @@ class LivePlot(Callback):
         # smallest words are still about 13 pixels tall (tests/test_live.py measures it).
         fig = plt.figure(figsize=(INCHES * columns, 3.3 + INCHES * B))
         grid = fig.add_gridspec(
-            B + 2, columns, height_ratios=[2.2, 0.6] + [1] * B, hspace=0.25, wspace=0.06,
-            left=0.05, right=0.99, top=0.95, bottom=0.01,
+            B + 2,
+            columns,
+            height_ratios=[2.2, 0.6] + [1] * B,
+            hspace=0.25,
+            wspace=0.06,
+            left=0.05,
+            right=0.99,
+            top=0.95,
+            bottom=0.01,
         )
         # The two plots side by side, a column apart for the accuracy's axis labels.
         self.loss_ax = fig.add_subplot(grid[0, : (columns - 1) // 2])
