@@ -140,29 +140,7 @@ class LivePlot(Callback):
             top=0.95,
             bottom=0.01,
         )
-        # The two plots side by side, a column apart for the accuracy's axis labels.
-        self.loss_ax = fig.add_subplot(grid[0, : (columns - 1) // 2])
-        self.acc_ax = fig.add_subplot(grid[0, (columns + 1) // 2 :])
-        (self.step_line,) = self.loss_ax.plot(
-            [], [], color="tab:blue", alpha=0.6, label="train (steps)"
-        )
-        (self.val_loss_line,) = self.loss_ax.plot(
-            [], [], "o-", color="tab:orange", label="validation"
-        )
-        # Accuracy in percent, each epoch's: the mean over its training batches, and validation.
-        (self.train_acc_line,) = self.acc_ax.plot(
-            [], [], "o-", color="tab:blue", alpha=0.6, label="train (epoch mean)"
-        )
-        (self.val_acc_line,) = self.acc_ax.plot(
-            [], [], "o-", color="tab:orange", label="validation"
-        )
-        self.loss_ax.set_xlabel("epoch")
-        self.loss_ax.set_title("loss")
-        self.loss_ax.legend(loc="upper right", fontsize=SMALL)
-        self.acc_ax.set_xlabel("epoch")
-        self.acc_ax.set_ylabel("%")
-        self.acc_ax.set_title("accuracy")
-        self.acc_ax.legend(loc="lower right", fontsize=SMALL)
+        self._curves(fig, grid, columns)
         titles = (
             ["image", "rollout"]
             + [f"last, head {i}" for i in range(h)]
@@ -189,6 +167,32 @@ class LivePlot(Callback):
             self.maps.append(row)
         plt.close(fig)  # shown through the display handle only, never again by the inline backend
         self.fig = fig
+
+    def _curves(self, fig, grid, columns: int) -> None:
+        """The loss and accuracy plots at the top, empty until `refresh` fills them."""
+        # The two plots side by side, a column apart for the accuracy's axis labels.
+        self.loss_ax = fig.add_subplot(grid[0, : (columns - 1) // 2])
+        self.acc_ax = fig.add_subplot(grid[0, (columns + 1) // 2 :])
+        (self.step_line,) = self.loss_ax.plot(
+            [], [], color="tab:blue", alpha=0.6, label="train (steps)"
+        )
+        (self.val_loss_line,) = self.loss_ax.plot(
+            [], [], "o-", color="tab:orange", label="validation"
+        )
+        # Accuracy in percent, each epoch's: the mean over its training batches, and validation.
+        (self.train_acc_line,) = self.acc_ax.plot(
+            [], [], "o-", color="tab:blue", alpha=0.6, label="train (epoch mean)"
+        )
+        (self.val_acc_line,) = self.acc_ax.plot(
+            [], [], "o-", color="tab:orange", label="validation"
+        )
+        self.loss_ax.set_xlabel("epoch")
+        self.loss_ax.set_title("loss")
+        self.loss_ax.legend(loc="upper right", fontsize=SMALL)
+        self.acc_ax.set_xlabel("epoch")
+        self.acc_ax.set_ylabel("%")
+        self.acc_ax.set_title("accuracy")
+        self.acc_ax.legend(loc="lower right", fontsize=SMALL)
 
     def refresh(self, trainer: Trainer) -> None:
         """Put the latest curves and attention maps into the figure, and update the display."""
