@@ -102,7 +102,7 @@ def test_layer_columns_and_overlay():
 
 
 def test_the_course_models_live_figure_is_readable_in_the_books_column():
-    """The book shows a figure at most as wide as its column (book/_static/course.css: about 784
+    """The book shows a figure at most as wide as its column (book/_static/course.css: 768
     pixels at a 1280-pixel window) and notebooks at 100 dpi: every word of the course model's live
     figure must still be at least 12 pixels tall there (it was about 7: 8-point titles on a figure
     1,151 pixels wide)."""
@@ -111,7 +111,7 @@ def test_the_course_models_live_figure_is_readable_in_the_books_column():
     from vitcourse.live import LivePlot
     from vitcourse.vit import preset
 
-    column, dpi = 784, 100
+    column, dpi = 768, 100  # measured in Chromium: the article less its padding
     model = VisionTransformer(preset("course-28/7"))
     live = LivePlot(torch.randn(4, 1, 28, 28), show=False)
     live._build(model)

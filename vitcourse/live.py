@@ -127,7 +127,7 @@ class LivePlot(Callback):
         # Each map row as tall as a column is wide, so the maps fill their cells: no white bands.
         # About 0.95 inch a column and words of 10-12 points: the course's model (9 columns) is
         # 8.6 inches wide, shown near its own size in a notebook or the book's column, where its
-        # smallest words are still about 13 pixels tall (tests/test_live.py measures it).
+        # smallest words are still about 12 pixels tall (tests/test_live.py measures it).
         fig = plt.figure(figsize=(INCHES * columns, 3.3 + INCHES * B))
         grid = fig.add_gridspec(
             B + 2,
