@@ -5,7 +5,9 @@ line, scaling, bridges, teachers, results, maintainers) are staged into it first
 copies, git-ignored), because Sphinx reads only files under its source folder. Staging adds to each notebook a line of links (the same notebook
 and its student copy on Colab, built from `vitcourse.hosting` as the README's links are) and, under
 each explorer, a sentence that its sliders work in JupyterLab or Colab: the book shows the
-explorer's first view, which the cell above it draws.
+explorer's first view, which the cell above it draws. Each exercise is shown as the student copy
+has it, and its solution cell collapsed under "Show the solution" (`exercise_cells`); a page's
+.ipynb download is the notebook's student copy (`student/`, put in place when the build ends).
 
 MyST-NB executes the staged notebooks through jupyter-cache (`nb_execution_mode = "cache"`): a
 notebook is executed again only when its code changes, so a rebuild after a text edit executes
@@ -28,6 +30,7 @@ ROOT = Path(os.environ.get("VITCOURSE_ROOT", HERE.parent)).resolve()
 sys.path.insert(0, str(ROOT))
 
 from vitcourse.hosting import colab_url  # noqa: E402
+from vitcourse.student import BEGIN, strip_solutions  # noqa: E402
 
 NOTEBOOKS = Path(os.environ.get("VITCOURSE_BOOK_NOTEBOOKS", ROOT / "notebooks")).resolve()
 QUICK = os.environ.get("VITCOURSE_QUICK", "0") not in ("", "0")
@@ -43,20 +46,45 @@ def links_line(name: str) -> str:
     return (
         f"**Run it:** [this notebook on Colab]({colab_url('notebooks', name)}) · "
         f"[the student copy on Colab]({colab_url('student', name)}) "
-        "(the exercises open; this page shows the solutions) · on your machine, "
+        "(the exercises open; this page folds the solutions) · on your machine, "
         f"`jupyter lab student/{name}` ([set-up](../index.md#run-it-on-your-machine))"
     )
 
 
+SHOW_SOLUTION = "Show the solution"
+HIDE_SOLUTION = "Hide the solution"
+
+
+def exercise_cells(cell: dict, where: str) -> list[dict]:
+    """An exercise's cell as the book shows it: the exercise as the student copy has it (its
+    solution replaced by `raise NotImplementedError()`), then the cell itself, whose code the
+    page folds under "Show the solution" (MyST-NB's hide-input tag): a reader tries first."""
+    source = "".join(cell["source"])
+    exercise, _ = strip_solutions(source, where)
+    shown = {
+        "cell_type": "markdown",
+        "metadata": {},
+        "source": f"*The exercise, as in the student copy:*\n\n```python\n{exercise}\n```",
+    }
+    tags = [*cell["metadata"].get("tags", []), "hide-input"]
+    prompts = {"code_prompt_show": SHOW_SOLUTION, "code_prompt_hide": HIDE_SOLUTION}
+    mystnb = {**cell["metadata"].get("mystnb", {}), **prompts}
+    return [shown, {**cell, "metadata": {**cell["metadata"], "tags": tags, "mystnb": mystnb}}]
+
+
 def staged_notebook(source: Path) -> dict:
-    """The notebook as the book shows it: the links under its title, a note under each explorer."""
+    """The notebook as the book shows it: the links under its title, a note under each explorer,
+    each exercise shown open and its solution folded."""
     notebook = json.loads(source.read_text())
     cells = []
-    for cell in notebook["cells"]:
+    for index, cell in enumerate(notebook["cells"]):
         if not cells and cell["cell_type"] == "markdown":
             text = "".join(cell["source"])
             title, _, rest = text.partition("\n")
             cell = {**cell, "source": f"{title}\n\n{links_line(source.name)}\n{rest}"}
+        if cell["cell_type"] == "code" and BEGIN in "".join(cell["source"]):
+            cells += exercise_cells(cell, f"{source.name}, cell {index}")
+            continue
         cells.append(cell)
         if "skip-execution" in cell["metadata"].get("tags", []):
             cells.append({"cell_type": "markdown", "metadata": {}, "source": EXPLORER_NOTE})
@@ -112,7 +140,16 @@ author = "the vitcourse authors"
 copyright = "the vitcourse authors"  # noqa: A001 (Sphinx's name)
 # sphinx-mathjax-offline: MathJax 3 copied into the site, so the equations render offline (the
 # default loads it from a CDN).
-extensions = ["myst_nb", "sphinx.ext.autodoc", "sphinx.ext.autosummary", "sphinx-mathjax-offline"]
+# sphinx-copybutton: a button on each code cell that copies its code (not its output), so a reader
+# can paste a cell into their own notebook.
+extensions = [
+    "myst_nb",
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinx-mathjax-offline",
+    "sphinx_copybutton",
+]
+copybutton_selector = "div:not(.output) > div.highlight pre"  # code, not the outputs
 exclude_patterns = ["_build", "README.md", "**/.ipynb_checkpoints"]
 templates_path = ["_templates"]
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence"]
@@ -150,18 +187,44 @@ html_theme_options = {
     "use_download_button": True,
     "show_toc_level": 2,
 }
-html_static_path: list[str] = []
+# course.css: a wider column for the course's 100-character lines of code, outputs wrapped
+# rather than scrolled, wide figures at the column's full width.
+html_static_path = ["_static"]
+html_css_files = ["course.css"]
 html_favicon = "favicon.png"
-html_context = {"default_mode": "light"}  # the theme's switch otherwise logs an error at first
+# Light or dark as the reader's system is set (the theme's switch still changes it); named, as the
+# theme's switch otherwise logs an error at first.
+html_context = {"default_mode": "auto"}
 html_last_updated_fmt = None
 
 
+def student_downloads(outdir: Path, notebooks: list[str]) -> list[Path]:
+    """Make each notebook page's .ipynb download (the theme's download button serves the page's
+    source from _sources/) the notebook's student copy: a reader downloads the exercises open."""
+    written = []
+    for name in notebooks:
+        student = ROOT / "student" / name
+        target = outdir / "_sources" / "notebooks" / name
+        if student.is_file() and target.parent.is_dir():
+            shutil.copyfile(student, target)
+            written.append(target)
+    return written
+
+
 def setup(app):
-    """Say where the executed notebooks are cached, next to the html (tests/test_book.py reads the
-    notebooks there as the book shows them: MyST-NB's own copies in jupyter_execute/ lack the
-    outputs when they came from the cache)."""
+    """Say where the executed notebooks are cached and staged, next to the html (tests/
+    test_book.py reads the staged notebooks with their outputs from the cache: MyST-NB's own copies
+    in jupyter_execute/ lack the outputs when they came from the cache, and _sources/ holds the
+    student copies); when the build ends, put the student copies in _sources/."""
 
     def record(app):
         (Path(app.outdir).parent / "execution-cache.txt").write_text(nb_execution_cache_path)
+        (Path(app.outdir).parent / "staged-notebooks.txt").write_text(str(HERE / "notebooks"))
+
+    def finished(app, exception):
+        if exception is None:
+            names = [p.name for p in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))]
+            student_downloads(Path(app.outdir), names)
 
     app.connect("builder-inited", record)
+    app.connect("build-finished", finished)

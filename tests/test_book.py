@@ -78,7 +78,10 @@ def build_book(folder: Path, notebooks: Path = ROOT / "notebooks") -> subprocess
     )
     return subprocess.run(
         ["bash", str(source / "build"), "-q"],
-        env=env, capture_output=True, text=True, timeout=1500,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1500,
     )
 
 
@@ -112,11 +115,13 @@ def serve(html: Path) -> str:
 
 def executed(html: Path, page: str) -> dict:
     """The notebook of `page` (notebooks/NN_name.html) with the outputs the book shows: the staged
-    source merged with its run in the build's jupyter-cache (book/conf.py says where that is)."""
+    source merged with its run in the build's jupyter-cache (book/conf.py says where both are;
+    _sources/ holds the student copies, the pages' downloads)."""
     import nbformat
     from jupyter_cache import get_cache
 
-    source = nbformat.read(html / "_sources" / Path(page).with_suffix(".ipynb"), as_version=4)
+    staged = Path((html.parent / "staged-notebooks.txt").read_text())
+    source = nbformat.read(staged / Path(page).with_suffix(".ipynb").name, as_version=4)
     cache = get_cache((html.parent / "execution-cache.txt").read_text())
     return cache.merge_match_into_notebook(source)[1]
 
@@ -196,7 +201,7 @@ def page_problems(html: Path, page: str) -> list[str]:
     for tag, attribute in links:
         value = tag[attribute]
         if value.startswith(COLAB):
-            if not (ROOT / value[len(COLAB):]).is_file():
+            if not (ROOT / value[len(COLAB) :]).is_file():
                 problems.append(f"{page}: a Colab link names no file of the repository: {value}")
             continue
         target = _resolve(page, value)
@@ -252,7 +257,8 @@ def browse(browser, address: str, pages: list[str]) -> dict[str, dict]:
         offsite.clear()
         page.goto(address + page_name, wait_until="networkidle")
         unloaded = page.eval_on_selector_all(
-            "article img", "images => images.filter(i => !(i.complete && i.naturalWidth > 0))"
+            "article img",
+            "images => images.filter(i => !(i.complete && i.naturalWidth > 0))"
             ".map(i => i.getAttribute('src'))",
         )
         # axe's CSS preload fetches @import-ed sheets relative to the page, not to the sheet that
@@ -290,8 +296,13 @@ def test_the_navigation_reaches_every_notebook_and_page(book):
     notebooks = sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     for name in notebooks:
         assert f"notebooks/{Path(name).with_suffix('.html')}" in pages, name
-    for page in ["docs/teachers.html", "docs/scaling.html", "reference.html",
-                 "reference/vitcourse.attention.html", "reference/vitcourse.checks.harness.html"]:
+    for page in [
+        "docs/teachers.html",
+        "docs/scaling.html",
+        "reference.html",
+        "reference/vitcourse.attention.html",
+        "reference/vitcourse.checks.harness.html",
+    ]:
         assert page in pages, page
 
 
@@ -323,10 +334,94 @@ def test_every_notebook_page_links_to_itself_and_its_student_copy_on_colab(book)
         assert f"{COLAB}student/{path.name}" in hrefs, path.name
 
 
+def test_solutions_are_folded_and_the_download_is_the_student_copy(book):
+    """A reader sees each exercise open and its solution folded under "Show the solution"; the
+    page's .ipynb download is the student copy (the exercises to do, no solution)."""
+    from bs4 import BeautifulSoup
+
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        solutions = [
+            "".join(cell["source"])
+            for cell in json.loads(path.read_text())["cells"]
+            if cell["cell_type"] == "code" and "### BEGIN SOLUTION" in "".join(cell["source"])
+        ]
+        page = book / "notebooks" / path.with_suffix(".html").name
+        soup = BeautifulSoup(page.read_text(), "html.parser")
+        folded = [d for d in soup.select("details") if "Show the solution" in d.get_text()]
+        assert len(folded) == len(solutions), path.name
+        for solution, details in zip(solutions, folded, strict=True):
+            body = solution.split("### BEGIN SOLUTION")[1].split("### END SOLUTION")[0]
+            code = [x.split("#")[0].strip() for x in body.splitlines()]
+            line = next(x for x in code if x)  # its first line of code, comments left out
+            assert line in details.get_text(), (path.name, line)  # the solution, folded
+        for pre in soup.select("div.cell_input pre, div.highlight-python pre"):
+            inside = pre.find_parent("details")
+            if "### BEGIN SOLUTION" in pre.get_text():
+                assert inside is not None, (path.name, pre.get_text()[:80])
+        link = soup.select_one('a[href$="_sources/notebooks/' + path.name + '"]')
+        assert link is not None, f"{path.name}: no .ipynb download"
+        download = (page.parent / link["href"]).resolve()
+        assert download.read_bytes() == (ROOT / "student" / path.name).read_bytes(), path.name
+        assert "### BEGIN SOLUTION" not in download.read_text()
+
+
+def test_code_has_a_copy_button_and_the_theme_follows_the_readers_system(book, browser):
+    page_name = "notebooks/03_attention.html"
+    context = browser.new_context(color_scheme="dark", viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.goto(serve(book) + page_name, wait_until="networkidle")
+    assert page.evaluate("document.documentElement.dataset.theme") == "dark"
+    buttons = page.eval_on_selector_all("div.cell_input button.copybtn", "b => b.length")
+    inputs = page.eval_on_selector_all("div.cell_input", "c => c.length")
+    assert buttons == inputs > 0  # one on every code cell...
+    assert page.eval_on_selector_all("div.cell_output button.copybtn", "b => b.length") == 0
+    context.close()
+    context = browser.new_context(color_scheme="light")
+    page = context.new_page()
+    page.goto(serve(book) + page_name, wait_until="networkidle")
+    assert page.evaluate("document.documentElement.dataset.theme") == "light"
+    context.close()
+
+
+def test_code_and_outputs_fit_the_column_and_outputs_name_no_build_folder(book, browser):
+    """At 1280 pixels a line of the course's code (100 characters at most) fits the column; an
+    output wraps rather than scroll, at any width; no output names the folder the book was built
+    in."""
+    from bs4 import BeautifulSoup
+
+    address = serve(book)
+    measure = """() => {
+      const over = e => e.scrollWidth > e.clientWidth + 1;
+      const longest = e => Math.max(...e.textContent.split('\\n').map(l => l.length));
+      return {
+        inputs: [...document.querySelectorAll('article div.cell_input pre')]
+          .filter(e => over(e) && longest(e) <= 100).length,
+        outputs: [...document.querySelectorAll('article div.cell_output pre')]
+          .filter(over).length,
+      };
+    }"""
+    for width in (1280, 390):
+        context = browser.new_context(viewport={"width": width, "height": 900})
+        for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+            page = context.new_page()
+            page.goto(address + f"notebooks/{path.with_suffix('.html').name}")
+            found = page.evaluate(measure)
+            assert found["outputs"] == 0, (width, path.name, found)
+            if width == 1280:
+                assert found["inputs"] == 0, (width, path.name, found)
+            page.close()
+        context.close()
+    for page in sorted((book / "notebooks").glob("*.html")):
+        article = BeautifulSoup(page.read_text(), "html.parser").select_one("article")
+        outputs = " ".join(o.get_text() for o in article.select(".cell_output"))
+        assert str(ROOT) not in outputs, page.name
+
+
 def test_the_checks_fail_on_a_broken_page(book, browser, tmp_path):
     site = tmp_path / "html"
     shutil.copytree(book, site)
-    shutil.copy(book.parent / "execution-cache.txt", site.parent / "execution-cache.txt")
+    for record in ("execution-cache.txt", "staged-notebooks.txt"):
+        shutil.copy(book.parent / record, site.parent / record)
     page = "notebooks/03_attention.html"
     assert page_problems(site, page) == []
     text = (site / page).read_text()
@@ -336,7 +431,7 @@ def test_the_checks_fail_on_a_broken_page(book, browser, tmp_path):
     broken = (
         '<div class="cell_output docutils container"><div class="output traceback highlight-'
         'ipythontb notranslate"><pre>Traceback (most recent call last):\nValueError: shapes'
-        '</pre></div></div>'
+        "</pre></div></div>"
         '<a href="no_such_page.html">a dead link</a>'
         '<a href="01_patches.html#no-such-section">a dead anchor</a>'
         f'<a href="{COLAB}notebooks/99_missing.ipynb">Colab</a>'
@@ -346,9 +441,15 @@ def test_the_checks_fail_on_a_broken_page(book, browser, tmp_path):
     text = text.replace("</article>", broken + "</article>", 1)
     (site / page).write_text(text)
     found = "\n".join(page_problems(site, page))
-    for expected in ["traceback", "no_such_page.html leads nowhere", "has no #no-such-section",
-                     "99_missing.ipynb", "alt text does not say", "images shown",
-                     "no_such.png leads nowhere"]:
+    for expected in [
+        "traceback",
+        "no_such_page.html leads nowhere",
+        "has no #no-such-section",
+        "99_missing.ipynb",
+        "alt text does not say",
+        "images shown",
+        "no_such.png leads nowhere",
+    ]:
         assert expected in found, expected
     seen = browse(browser, serve(site), [page])[page]
     assert "broken on purpose" in seen["errors"]
@@ -361,10 +462,16 @@ def test_a_failing_cell_stops_the_build(tmp_path):
     notebooks = tmp_path / "notebooks"
     notebooks.mkdir()
     source = json.loads((ROOT / "notebooks" / "04_transformer_block.ipynb").read_text())
-    source["cells"] = source["cells"][:1] + [{
-        "cell_type": "code", "execution_count": None, "id": "broken", "metadata": {},
-        "outputs": [], "source": "raise ValueError('broken on purpose')",
-    }]
+    source["cells"] = source["cells"][:1] + [
+        {
+            "cell_type": "code",
+            "execution_count": None,
+            "id": "broken",
+            "metadata": {},
+            "outputs": [],
+            "source": "raise ValueError('broken on purpose')",
+        }
+    ]
     (notebooks / "04_transformer_block.ipynb").write_text(json.dumps(source))
     done = build_book(tmp_path, notebooks)
     assert done.returncode != 0

@@ -104,3 +104,34 @@ def test_the_map_refuses_what_it_cannot_draw():
         model_map_figure(preset_for("fashion-mnist"), torch.rand(3, 32, 32))
     with pytest.raises(ValueError, match="conv stem"):
         model_map_figure(PRESETS["course-28/conv"], torch.rand(1, 28, 28))
+
+
+def spilled_texts(fig) -> list[str]:
+    """The texts written in a box (their anchor inside it) that run past its edges, or come
+    within 3 pixels of them (at 100 dpi), as drawn."""
+    from matplotlib.patches import FancyBboxPatch
+
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    spilled = []
+    for ax in fig.axes:
+        boxes = [p for p in ax.patches if isinstance(p, FancyBboxPatch)]
+        for text in ax.texts:
+            anchor = ax.transData.transform(text.get_position())
+            extent = text.get_window_extent(renderer)
+            for box in boxes:
+                frame = box.get_window_extent(renderer)
+                # a text inside a box; the dashed frame round the block holds boxes, not words
+                if frame.contains(*anchor) and box.get_linestyle() != "--":
+                    if extent.x0 < frame.x0 + 3 or extent.x1 > frame.x1 - 3:
+                        spilled.append(text.get_text())
+    return spilled
+
+
+@pytest.mark.parametrize("dataset", ["fashion-mnist", "cifar100"])
+def test_the_maps_words_stay_inside_their_boxes(dataset):
+    config = preset_for(dataset)
+    image = torch.rand(config.in_channels, config.image_size, config.image_size)
+    from vitcourse.diagrams import model_map_figure
+
+    assert spilled_texts(model_map_figure(config, image, "Ankle boot")) == []

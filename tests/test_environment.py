@@ -17,6 +17,7 @@ from vitcourse.environment import (
     is_online,
     pick_device,
     quick_mode,
+    shown_path,
 )
 
 
@@ -122,3 +123,20 @@ def test_environment_names_what_it_does_not_have():
     ):
         environment.COURSE_FILEZ  # noqa: B018
     assert not hasattr(environment, "_pip_install")  # hosting's own helpers stay there
+
+
+def test_the_report_names_the_data_folder_from_the_course_not_the_machine(monkeypatch, tmp_path):
+    monkeypatch.delenv("VITCOURSE_DATA", raising=False)
+    assert environment_report()["data folder"] == "data"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("VITCOURSE_DATA", str(tmp_path / "mine"))
+    assert environment_report()["data folder"] == "mine"  # from the working folder
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")  # a working folder beside the home folder
+    assert shown_path(home / "courses" / "data") == "~/courses/data"
+    assert shown_path("/srv/shared/data") == "/srv/shared/data"  # elsewhere: as it is
+    monkeypatch.delenv("VITCOURSE_DATA")
+    course = Path(__file__).resolve().parent.parent
+    assert str(course) not in environment_report()["data folder"]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from vitcourse import files
-from vitcourse.data import load_dataset
+from vitcourse.data import dataset_info, load_dataset
 from vitcourse.files import DatasetNotFoundError, prepare_fashion_mnist
 
 SHIPPED = Path(__file__).resolve().parent.parent / "data" / "FashionMNIST" / "raw"
@@ -72,6 +72,17 @@ def test_missing_dataset_offline_is_a_clear_fast_error(name, tmp_path, monkeypat
     assert "127.0.0.1 cannot be reached" in message
     assert f"load_dataset('{name}')" in message  # how to get it
     assert not any(tmp_path.iterdir()), "nothing half-downloaded is left behind"
+
+
+def test_the_offline_error_names_the_courses_data_folder_not_the_machines():
+    """In the course's own data/ (the default), the message says `data/...`: notebook 00 prints it,
+    and the book shows it, so it must not carry the folders of the machine that ran it."""
+    course = Path(files.__file__).resolve().parent.parent
+    cifar10 = dataset_info("cifar10")
+    message = files._missing_message(cifar10, course / "data", "http://x/y.tar.gz", "offline")
+    assert "cifar10 is not in data and" in message
+    assert "place them at: data/cifar-10-python.tar.gz" in message
+    assert str(course) not in message
 
 
 def test_download_false_never_touches_the_network(tmp_path, monkeypatch):

@@ -99,3 +99,29 @@ def test_layer_columns_and_overlay():
     assert rgba[1, 1, 3] == pytest.approx(0.85) and rgba[0, 0, 3] == 0.0  # opacity follows it
     assert rgba[0, 1, 3] == pytest.approx(0.85 / 4)
     assert (rgba[..., :3] == rgba[0, 0, :3]).all()  # one colour everywhere
+
+
+def test_the_course_models_live_figure_is_readable_in_the_books_column():
+    """The book shows a figure at most as wide as its column (book/_static/course.css: 768
+    pixels at a 1280-pixel window) and notebooks at 100 dpi: every word of the course model's live
+    figure must still be at least 12 pixels tall there (it was about 7: 8-point titles on a figure
+    1,151 pixels wide)."""
+    import matplotlib
+
+    from vitcourse.live import LivePlot
+    from vitcourse.vit import preset
+
+    column, dpi = 768, 100  # measured in Chromium: the article less its padding
+    model = VisionTransformer(preset("course-28/7"))
+    live = LivePlot(torch.randn(4, 1, 28, 28), show=False)
+    live._build(model)
+    fig = live.fig
+    assert len(fig.axes) == 2 + 4 * 9  # the curves, then 4 images x 9 columns of maps
+    width = fig.get_figwidth() * dpi
+    scale = min(1.0, column / width)
+    assert scale > 0.85  # shown near its own size
+    words = [t for ax in fig.axes for t in (ax.title, *ax.texts) if t.get_text()]
+    words += [t for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()]
+    smallest = min(t.get_fontsize() for t in words) * dpi / 72 * scale
+    assert smallest >= 12, f"the smallest words are {smallest:.1f} pixels tall in the book"
+    matplotlib.pyplot.close(fig)

@@ -94,11 +94,33 @@ def test_heat_overlay_keeps_the_picture_and_scales_the_map():
     torch.testing.assert_close(torch.as_tensor(overlay.get_array()), heat)
     rgba = torch.as_tensor(overlay.to_rgba(heat.numpy()))  # what the map's colours come to
     assert torch.allclose(rgba[..., :3], rgba[0, 0, :3])  # one hue
-    alpha = rgba[..., 3].tolist()  # opacity grows from 0 (see-through) to the largest value
-    assert alpha[0][0] == pytest.approx(0.25 * alpha[1][1], abs=0.01) and alpha[1][1] > 0.5
+    alpha = rgba[..., 3]  # see-through up to the even share (0.25), opaque at 4x it (1.0)
+    assert alpha[0, 0] == 0 and alpha[0, 1] == 0
+    assert alpha[1, 1] == pytest.approx(0.85 * (0.4 - 0.25) / (1.0 - 0.25), abs=0.01)
     stretched = widgets.heat_overlay(ax, picture[:1], heat, stretch=True)
     assert stretched.norm.vmin == pytest.approx(0.1) and stretched.norm.vmax == pytest.approx(0.4)
     assert stretched.to_rgba(heat.numpy())[0, 0, 3] == 0  # see-through at the smallest value
+
+
+def test_heat_overlay_lets_the_picture_show_through_flat_attention_and_colours_a_peak():
+    """An untrained head spreads its weight nearly evenly: its map must not cover the picture in
+    orange; a trained head's few chosen patches must stand out."""
+    fig, ax = plt.subplots()
+    picture = torch.rand(1, 16, 16)
+    flat = torch.full((4, 4), 1 / 16) * (
+        1 + 0.2 * torch.randn(4, 4, generator=torch.Generator().manual_seed(0))
+    )
+    shown = widgets.heat_overlay(ax, picture, flat / flat.sum())
+    assert shown.to_rgba(shown.get_array())[..., 3].max() < 0.15  # the picture shows everywhere
+    peaked = torch.full((4, 4), 0.1 / 15)
+    peaked[1, 2] = 0.9
+    shown = widgets.heat_overlay(ax, picture, peaked)
+    alpha = shown.to_rgba(shown.get_array())[..., 3]
+    assert alpha[1, 2] == pytest.approx(0.85, abs=0.01)  # the chosen patch: most opaque
+    assert (alpha.sum() - alpha[1, 2]) == 0  # the rest: see-through
+    even = widgets.heat_overlay(ax, picture, torch.full((4, 4), 1 / 16))
+    assert even.to_rgba(even.get_array())[..., 3].max() == 0  # an even map colours nothing
+    plt.close(fig)
 
 
 def test_cls_attention_figure_draws_the_matrix_on_a_log_scale_and_the_cls_row():
@@ -114,7 +136,8 @@ def test_cls_attention_figure_draws_the_matrix_on_a_log_scale_and_the_cls_row():
     torch.testing.assert_close(
         torch.as_tensor(overlay.get_array()), weights[2, 0, 1:].reshape(4, 4)
     )
-    assert overlay.norm.vmin == 0  # the cls row is drawn from 0, not stretched
+    row = weights[2, 0, 1:]  # the cls row: see-through up to its even share, not stretched
+    assert overlay.norm.vmin == pytest.approx(row.mean().item())
     with pytest.raises(ValueError, match="head 3 out of range: 3 heads"):
         widgets.cls_attention_figure(weights, head=3, image=torch.rand(1, 16, 16))
     with pytest.raises(ValueError, match="16 tokens are not a cls token plus a square grid"):

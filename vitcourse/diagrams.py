@@ -223,9 +223,9 @@ def model_map_figure(config: ViTConfig, image: torch.Tensor, label: str = "") ->
     shown = list(range(N)) if N <= 16 else [*range(12), None, N - 2, N - 1]  # None: "…"
     x0 = 5.0  # the cls token's column, after the image; the patches' columns follow
     xs = [x0 + (i + 1) * 0.95 for i in range(len(shown))]
-    bx = xs[-1] + 3.3  # the opened block's centre
+    bx = xs[-1] + 3.6  # the opened block's centre
     fig, ax = plt.subplots(figsize=(14, 6.2))
-    ax.set_xlim(-0.3, bx + 2.3)
+    ax.set_xlim(-0.3, bx + 3.0)
     ax.set_ylim(-0.8, 10.2)
     ax.set_aspect("equal")
     ax.axis("off")
@@ -234,7 +234,7 @@ def model_map_figure(config: ViTConfig, image: torch.Tensor, label: str = "") ->
     _map_tokens(ax, c, x0, xs, shown)  # 02
     _map_encoder_and_head(ax, c, x0, xs, label)  # 03-05
     _map_block(ax, c, bx)  # 03-04, opened
-    _arrow(ax, (xs[-1] + 0.55, 6.35), (bx - 2.15, 6.35))
+    _arrow(ax, (xs[-1] + 0.55, 6.35), (bx - 2.45, 6.35))
     ax.set_title(
         f"The Vision Transformer, one notebook a step (after the ViT paper's Figure 1): "
         f"{N} patches of {c.patch_size}×{c.patch_size}, width {c.dim}, {c.depth} blocks of "
@@ -314,8 +314,10 @@ def _map_encoder_and_head(ax, c: ViTConfig, x0: float, xs: list[float], label: s
 
 
 def _map_block(ax, c: ViTConfig, bx: float) -> None:
-    """One block, opened: pre-norm, with its two residual lines."""
+    """One block, opened: pre-norm, with its two residual lines. Its boxes are wide enough for
+    their words at the widest sizes the presets give (tests/test_diagrams.py measures them)."""
     D = c.dim
+    mid, wide = bx + 0.35, 4.3  # the boxes' centre and width; the residual path runs left of them
     names = [
         ("LayerNorm", "op"),
         (f"attention, {c.num_heads} heads", "layer"),
@@ -326,8 +328,8 @@ def _map_block(ax, c: ViTConfig, bx: float) -> None:
     ]
     ys = [4.0 + 0.98 * i for i in range(len(names))]
     frame = FancyBboxPatch(
-        (bx - 2.1, 3.4),
-        4.2,
+        (bx - 2.4, 3.4),
+        5.2,
         5.95,
         boxstyle="round,pad=0.05",
         facecolor="none",
@@ -336,14 +338,15 @@ def _map_block(ax, c: ViTConfig, bx: float) -> None:
     )
     ax.add_patch(frame)
     title = f"03-04 · one block (× {c.depth})"
-    ax.text(bx, 9.7, title, ha="center", va="center", fontsize=13, weight="bold")
+    ax.text(bx + 0.2, 9.7, title, ha="center", va="center", fontsize=13, weight="bold")
     for i, ((name, kind), y) in enumerate(zip(names, ys, strict=True)):
-        _box(ax, bx + 0.2, y, 0.55 if name == "+" else 3.5, 0.56, [name], kind, 10.5)
+        _box(ax, mid, y, 0.55 if name == "+" else wide, 0.56, [name], kind, 10.5)
         if i:
-            _arrow(ax, (bx + 0.2, ys[i - 1] + 0.3), (bx + 0.2, y - 0.3))
+            _arrow(ax, (mid, ys[i - 1] + 0.3), (mid, y - 0.3))
     for start, add in ((0, 2), (3, 5)):  # the residual path round each branch
         y0, y1 = ys[start] - 0.48, ys[add]
-        path = [bx + 0.2, bx - 1.85, bx - 1.85, bx - 0.08], [y0, y0, y1, y1]
+        left = mid - wide / 2 - 0.3
+        path = [mid, left, left, mid - 0.28], [y0, y0, y1, y1]
         ax.plot(*path, color="tab:blue", lw=2)
     blue = {"ha": "center", "va": "center", "fontsize": 11, "color": "tab:blue"}
-    ax.text(bx, 3.0, "blue: the residual path", **blue)
+    ax.text(bx + 0.2, 3.0, "blue: the residual path", **blue)

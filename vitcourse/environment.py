@@ -42,6 +42,7 @@ DATA_ENV = "VITCOURSE_DATA"
 # data/ beside the package: there in a clone of the repository, absent where pip installed the
 # package alone (Colab, Kaggle), where `setup` makes one in the working folder instead.
 PACKAGE_DATA = Path(__file__).resolve().parent.parent / "data"
+COURSE_FOLDER = PACKAGE_DATA.parent
 
 
 def quick_mode() -> bool:
@@ -58,6 +59,17 @@ def default_root() -> Path:
     if os.environ.get(DATA_ENV):
         return Path(os.environ[DATA_ENV])
     return PACKAGE_DATA
+
+
+def shown_path(path: str | Path) -> str:
+    """A path as the course prints it: from the course's folder (`data`), else from the working
+    folder, else from the home folder (`~/...`), so a printed output (the book's pages among
+    them) does not name the folders of the machine that ran it. Elsewhere: the path itself."""
+    path = Path(path).resolve()
+    for base, prefix in ((COURSE_FOLDER, ""), (Path.cwd().resolve(), ""), (Path.home(), "~/")):
+        if path.is_relative_to(base) and path != base:
+            return prefix + path.relative_to(base).as_posix()
+    return path.as_posix()
 
 
 def pick_device(device: str | torch.device | None = None) -> torch.device:
@@ -95,7 +107,7 @@ def environment_report() -> dict[str, str]:
         "cpu cores": str(os.cpu_count()),
         "torch threads": str(torch.get_num_threads()),
         "quick mode": "on" if quick_mode() else "off",
-        "data folder": str(default_root()),
+        "data folder": shown_path(default_root()),
     }
 
 

@@ -21,7 +21,7 @@ from urllib.parse import urlparse
 from torch.utils.data import Dataset
 
 from vitcourse.datasets import DatasetInfo
-from vitcourse.environment import default_root, is_online
+from vitcourse.environment import default_root, is_online, shown_path
 
 # Seconds a download may go without receiving data before it is given up.
 DOWNLOAD_TIMEOUT = 60
@@ -118,7 +118,7 @@ def _find_fashion_archive(raw: Path, filename: str) -> Path:
         if (folder / f"{filename}.gz").exists():
             return folder / f"{filename}.gz"
     raise DatasetNotFoundError(
-        f"fashion-mnist: {filename}.gz is missing from {raw}. The course ships the four archives "
+        f"fashion-mnist: {filename}.gz is missing from {shown_path(raw)}. The course ships the four archives "
         "in data/FashionMNIST/raw/: restore them with `git checkout data/`, or copy them from "
         "Debian's dataset-fashion-mnist package (/usr/share/datasets/fashion-mnist/)."
     )
@@ -132,9 +132,10 @@ def _download_url(info: DatasetInfo) -> str:
 
 
 def _missing_message(info: DatasetInfo, root: Path, url: str, reason: str) -> str:
-    archives = ", ".join(str(root / a) for a in info.archives)
+    # Paths from the course's folder (`data`): the message names no folder of the machine it ran on.
+    archives = ", ".join(shown_path(root / a) for a in info.archives)
     return (
-        f"{info.name} is not in {root} and cannot be downloaded: {reason}.\n"
+        f"{info.name} is not in {shown_path(root)} and cannot be downloaded: {reason}.\n"
         f"To get it, either run this once on a machine that is online:\n"
         f"    python -c \"from vitcourse.data import load_dataset; load_dataset('{info.name}')\"\n"
         f"and copy its data folder here, or download the archive(s) from {url.rsplit('/', 1)[0]}/ "

@@ -25,6 +25,10 @@ import torch
 from vitcourse.analysis import attention_rollout
 from vitcourse.training import Callback, Trainer
 
+# The figure's scale: inches per column of maps, and the size of its smallest words (points).
+INCHES = 0.95
+SMALL = 10
+
 
 @torch.no_grad()
 def cls_attention(model, images: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -121,13 +125,54 @@ class LivePlot(Callback):
         self.layers = shown_layers(L)
         columns = 2 + h + len(self.layers)  # picture, rollout, last layer's heads, some layers
         # Each map row as tall as a column is wide, so the maps fill their cells: no white bands.
-        fig = plt.figure(figsize=(1.3 * columns, 3.2 + 1.3 * B))
+        # About 0.95 inch a column and words of 10-12 points: the course's model (9 columns) is
+        # 8.6 inches wide, shown near its own size in a notebook or the book's column, where its
+        # smallest words are still about 12 pixels tall (tests/test_live.py measures it).
+        fig = plt.figure(figsize=(INCHES * columns, 3.3 + INCHES * B))
         grid = fig.add_gridspec(
-            B + 2, columns, height_ratios=[2.2, 0.25] + [1] * B, hspace=0.25, wspace=0.06,
-            left=0.05, right=0.99, top=0.95, bottom=0.01,
+            B + 2,
+            columns,
+            height_ratios=[2.2, 0.6] + [1] * B,
+            hspace=0.25,
+            wspace=0.06,
+            left=0.05,
+            right=0.99,
+            top=0.95,
+            bottom=0.01,
         )
-        self.loss_ax = fig.add_subplot(grid[0, : columns // 2])
-        self.acc_ax = fig.add_subplot(grid[0, columns // 2 :])
+        self._curves(fig, grid, columns)
+        titles = (
+            ["image", "rollout"]
+            + [f"last, head {i}" for i in range(h)]
+            + [f"layer {i + 1}" for i in self.layers]
+        )
+        self.maps = []
+        extent = (0, 1, 1, 0)
+        for b in range(B):
+            row = []
+            picture = self.pictures[b].permute(1, 2, 0).cpu().numpy()
+            for c in range(columns):
+                ax = fig.add_subplot(grid[b + 2, c])
+                ax.axis("off")
+                if b == 0:
+                    ax.set_title(titles[c], fontsize=SMALL)
+                ax.imshow(
+                    picture[..., 0] if picture.shape[-1] == 1 else picture,
+                    cmap="gray",
+                    extent=extent,
+                )
+                if c > 0:
+                    blank = overlay(torch.zeros(2, 2))
+                    row.append(ax.imshow(blank, extent=extent, interpolation="nearest"))
+            self.maps.append(row)
+        plt.close(fig)  # shown through the display handle only, never again by the inline backend
+        self.fig = fig
+
+    def _curves(self, fig, grid, columns: int) -> None:
+        """The loss and accuracy plots at the top, empty until `refresh` fills them."""
+        # The two plots side by side, a column apart for the accuracy's axis labels.
+        self.loss_ax = fig.add_subplot(grid[0, : (columns - 1) // 2])
+        self.acc_ax = fig.add_subplot(grid[0, (columns + 1) // 2 :])
         (self.step_line,) = self.loss_ax.plot(
             [], [], color="tab:blue", alpha=0.6, label="train (steps)"
         )
@@ -143,37 +188,11 @@ class LivePlot(Callback):
         )
         self.loss_ax.set_xlabel("epoch")
         self.loss_ax.set_title("loss")
-        self.loss_ax.legend(loc="upper right", fontsize=8)
+        self.loss_ax.legend(loc="upper right", fontsize=SMALL)
         self.acc_ax.set_xlabel("epoch")
         self.acc_ax.set_ylabel("%")
         self.acc_ax.set_title("accuracy")
-        self.acc_ax.legend(loc="lower right", fontsize=8)
-        titles = (
-            ["image", "rollout"]
-            + [f"last, head {i}" for i in range(h)]
-            + [f"layer {i + 1}" for i in self.layers]
-        )
-        self.maps = []
-        extent = (0, 1, 1, 0)
-        for b in range(B):
-            row = []
-            picture = self.pictures[b].permute(1, 2, 0).cpu().numpy()
-            for c in range(columns):
-                ax = fig.add_subplot(grid[b + 2, c])
-                ax.axis("off")
-                if b == 0:
-                    ax.set_title(titles[c], fontsize=8)
-                ax.imshow(
-                    picture[..., 0] if picture.shape[-1] == 1 else picture,
-                    cmap="gray",
-                    extent=extent,
-                )
-                if c > 0:
-                    blank = overlay(torch.zeros(2, 2))
-                    row.append(ax.imshow(blank, extent=extent, interpolation="nearest"))
-            self.maps.append(row)
-        plt.close(fig)  # shown through the display handle only, never again by the inline backend
-        self.fig = fig
+        self.acc_ax.legend(loc="lower right", fontsize=SMALL)
 
     def refresh(self, trainer: Trainer) -> None:
         """Put the latest curves and attention maps into the figure, and update the display."""

@@ -17,11 +17,14 @@ from matplotlib.ticker import MaxNLocator
 from vitcourse.embedding import position_similarity
 from vitcourse.patching import draw_patch_grid, patchify
 
-# Weights over a picture: orange, from see-through (0) to mostly opaque (the largest weight);
-# the same orange as the live training figure's (`vitcourse.live.overlay`).
+# Weights over a picture: orange, from see-through (an even share) to mostly opaque (the largest
+# weight); the same orange as the live training figure's (`vitcourse.live.overlay`).
 _OVERLAY = LinearSegmentedColormap.from_list(
     "overlay", [(1.0, 0.35, 0.0, 0.0), (1.0, 0.35, 0.0, 0.85)]
 )
+# A cell of a map is drawn fully orange when its weight is this many times its even share (or
+# the map's largest weight, if larger): 4x is a head that clearly picks a few patches.
+PEAK = 4.0
 
 # --- notebook 01: patch size -----------------------------------------------------------------
 
@@ -175,9 +178,12 @@ def heat_overlay(ax: plt.Axes, picture: torch.Tensor, heat: torch.Tensor, stretc
     """Draw a (C, H, W) picture in [0, 1] in grayscale, and a (g, g) map over it in orange
     (notebook 03's attention figure and notebook 07's).
 
-    The map is drawn in `_OVERLAY`'s one hue: see-through at 0, most opaque at
-    the map's largest value, so the picture stays readable underneath. With `stretch`, the map's
-    smallest value is the see-through end instead of 0: that shows small differences in a nearly
+    The map is drawn in `_OVERLAY`'s one hue. See-through up to the map's even share (its mean:
+    what every cell would get if the weight were spread evenly), most opaque at the larger of
+    the map's largest value and `PEAK` times that share: so the picture shows through where
+    attention is flat or low (an untrained head's nearly even map is almost invisible), and only
+    cells that stand out are coloured. With `stretch`, the map's smallest value is the
+    see-through end and its largest the opaque one: that shows small differences in a nearly
     even map, so say so where it is used. A colour picture is shown as its luminance, so that the
     hue stands out. Returns the map's image, for a colour bar.
     """
@@ -188,9 +194,14 @@ def heat_overlay(ax: plt.Axes, picture: torch.Tensor, heat: torch.Tensor, stretc
     H, W = picture.shape[-2:]
     ax.imshow(picture[0].numpy(), cmap="gray", vmin=0, vmax=1, extent=(0, W, H, 0))
     m = heat.detach().float().cpu()
-    low = m.min().item() if stretch else 0.0
     ax.axis("off")
-    top = m.max().item()
+    if stretch:
+        low, top = m.min().item(), m.max().item()
+    else:
+        low = m.mean().item()
+        top = max(m.max().item(), PEAK * low)
+    if top <= low:  # one value everywhere: nothing stands out, nothing coloured
+        top = low + 1e-12
     return ax.imshow(m.numpy(), cmap=_OVERLAY, vmin=low, vmax=top, extent=(0, W, H, 0))
 
 
