@@ -109,12 +109,18 @@ def test_reports_escape_what_students_wrote(tmp_path):
         grade.Grade("=1+2", "01_patches", "patchify", "passed"),
         grade.Grade("<b>bo</b>", "01_patches", "patchify", "error", "ValueError: <script>[x](y)"),
         grade.Grade("<b>bo</b>", "01_patches", "unpatchify", "passed"),
+        grade.Grade("x;=1+2", "01_patches", "patchify", "error", "a\x1b]0;owned\x07\u202eb\nc"),
     ]
     gradebook.write_reports(rows, [], [], tmp_path)
-    lines = (tmp_path / "grades.csv").read_text().splitlines()
-    assert lines[0] == "student,notebook,exercise,status,points,hint,flags"
-    assert lines[1].startswith("'=1+2,01_patches,patchify,passed,1,")
-    feedback = (tmp_path / "feedback" / "_b_bo__b_.md").read_text()
+    text = (tmp_path / "grades.csv").read_text()
+    lines = text.splitlines()
+    assert lines[0] == '"student","notebook","exercise","status","points","hint","flags"'
+    assert lines[1].startswith('"\'=1+2","01_patches","patchify","passed",1,')
+    assert '"x;=1+2"' in text  # quoted: a `;`-separated spreadsheet reads one cell, not a formula
+    assert "\\x1b]0;owned\\x07\\u202eb c" in text  # escaped, on one line
+    for path in tmp_path.rglob("*.*"):
+        assert not re.search(r"[\x00-\x09\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]", path.read_text())
+    feedback = (tmp_path / "feedback" / f"{gradebook.file_name('<b>bo</b>')}.md").read_text()
     assert "# Feedback for &lt;b&gt;bo&lt;/b&gt;" in feedback
     assert "ValueError: &lt;script&gt;\\[x\\](y)" in feedback
     with open(tmp_path / "gradebook.csv", newline="") as f:
@@ -123,7 +129,19 @@ def test_reports_escape_what_students_wrote(tmp_path):
         ["student", "01_patches patchify", "01_patches unpatchify", "total"],
         ["<b>bo</b>", "0", "1", "1"],  # sorted by name
         ["'=1+2", "1", "0", "1"],
+        ["x;=1+2", "0", "0", "0"],
     ]
+
+
+def test_every_student_gets_a_file_of_their_own():
+    names = ["ann smith", "ann_smith", "Ann_Smith", "ann.smith", "a" * 200, "a" * 201, "\udcff"]
+    files = [gradebook.file_name(n) for n in names]
+    assert len({f.lower() for f in files}) == len(names)  # on a disk that ignores case, too
+    assert all(len(f) <= 80 and re.fullmatch(r"[\w.-]+", f) for f in files), files
+    raw = ["caf\udce9", "caf\\xe9", "caf\u00e9", "\x1b[31mred"]  # bytes, a backslash, text, ESC
+    shown = [gradebook.student_name(n) for n in raw]
+    assert len(set(shown)) == len(raw) and all(s.isprintable() for s in shown), shown
+    shown[0].encode("utf-8")  # writable anywhere
 
 
 def test_alike_answers_are_listed():

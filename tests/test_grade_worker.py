@@ -14,7 +14,7 @@ import nbformat
 import pytest
 
 from tests.conftest import need, need_sandbox
-from vitcourse import grading, sandbox
+from vitcourse import grade_solutions, grading, sandbox
 from vitcourse.grade_worker import _defined, _definition
 from vitcourse.grading import Limits
 
@@ -229,7 +229,7 @@ def test_the_answer_runs_where_the_solution_is_not(tmp_path):
     """In the copy of the package an answer runs with, the exercise's solution is a stub: called,
     built or subclassed, it raises UsesCourseSolution; the rest of the package works."""
     need_sandbox()
-    copy = grading.package_without("MultiHeadSelfAttention", tmp_path)
+    copy = grade_solutions.package_without("MultiHeadSelfAttention", tmp_path)
     source = (copy / "attention.py").read_text()
     assert "raise UsesCourseSolution('vitcourse.attention.MultiHeadSelfAttention')" in source
     assert "def scaled_dot_product_attention" in source  # the other exercise's is there
@@ -266,7 +266,7 @@ def test_every_solution_can_be_removed(tmp_path, name):
     and its solution raises UsesCourseSolution there."""
     import subprocess
 
-    copy = grading.package_without(name, tmp_path)
+    copy = grade_solutions.package_without(name, tmp_path)
     reference = grading.EXERCISES[name].reference
     code = (
         "import importlib, vitcourse.checks, vitcourse.grade_probe\n"

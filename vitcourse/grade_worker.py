@@ -32,7 +32,7 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 
-from vitcourse.grading import Limits, exercises_by_notebook, match_notebook
+from vitcourse.grading import STARTUP_SECONDS, Limits, exercises_by_notebook, match_notebook
 
 # The errors of a cell that never ran: what it defines is an error, not a wrong answer.
 COMPILE_ERRORS = ("SyntaxError", "IndentationError", "TabError")
@@ -125,11 +125,13 @@ def run_notebook(path: Path, out: Path, limits: Limits = Limits()) -> dict:  # n
         nb = nbformat.read(path, as_version=4)
     except Exception as e:  # noqa: BLE001 - not JSON, not a notebook; never quote its contents
         return {"unreadable": f"the file is not a readable notebook ({type(e).__name__})"}
-    deadline = time.monotonic() + limits.notebook  # starting the kernel counts too
+    # Starting the kernel and the cells before the first exercise (the imports) get the start-up
+    # allowance: how fast this machine imports torch is no student's doing.
+    deadline = time.monotonic() + limits.notebook + STARTUP_SECONDS
     folder = tempfile.TemporaryDirectory(prefix="vitcourse-grade-")
     kernel = Kernel(nb, limits, folder.name, limits.cell_output_bytes)
     definitions: dict[str, str] = {}
-    stopped, reached = None, False
+    stopped, killed, reached = None, None, False
     kernel.client.reset_execution_trackers()
     try:
         with kernel.client.setup_kernel():
@@ -141,11 +143,12 @@ def run_notebook(path: Path, out: Path, limits: Limits = Limits()) -> dict:  # n
                 kernel.run(_keep_source(kept, out / "defs", again=True))
     except DeadKernelError:
         stopped = kernel.where or "a cell"
+        killed = stopped if kernel.killed else None  # by the time limit, not by a crash
     finally:
         folder.cleanup()
     kernel.remove_own_cells()
     nbformat.write(nb, out / "executed.ipynb")
-    return {"definitions": definitions, "reached": reached, "stopped": stopped}
+    return {"definitions": definitions, "reached": reached, "stopped": stopped, "killed": killed}
 
 
 def run_student_cells(
@@ -155,13 +158,16 @@ def run_student_cells(
     name holds after its cell; fill `definitions`: {exercise: "ok", "timeout:cell N" or the error
     that kept its cell from running}. Exercises no cell defines are left out."""
     cells = list(kernel.nb.cells)  # the student's cells, before the grader adds its own
+    starting = True  # until the first cell that defines an exercise: the start-up allowance
     for index, cell in enumerate(cells):
         if cell.cell_type != "code" or time.monotonic() >= deadline:
             continue
         where = f"cell {index + 1}"
         kernel.where = where  # until it returns
-        limit = min(deadline - time.monotonic(), kernel.limits.cell)
         defined = _defined(cell.source, names)
+        starting = starting and not defined
+        allowed = kernel.limits.cell + (STARTUP_SECONDS if starting else 0)
+        limit = min(deadline - time.monotonic(), allowed)
         try:
             timed_out = kernel.execute(cell, index, limit)
         except DeadKernelError:
