@@ -14,7 +14,7 @@ import nbformat
 import pytest
 
 from tests.conftest import need, need_sandbox
-from vitcourse import grade_solutions, grading, sandbox
+from vitcourse import grade_solutions, gradebook, grading, sandbox
 from vitcourse.grade_worker import _defined, _definition
 from vitcourse.grading import Limits
 
@@ -220,7 +220,9 @@ def test_one_notebook_graded(tmp_path, sources, limits, expected):
     graded = grading.grade_notebook("ada", "01_patches", data, tmp_path, limits, work=tmp_path)
     assert {g.exercise: (g.status, g.hint) for g in graded} == expected
     if sources is not None:
-        ran = nbformat.read(tmp_path / "executed" / "ada" / "01_patches.ipynb", as_version=4)
+        ran = nbformat.read(
+            tmp_path / "executed" / gradebook.file_name("ada") / "01_patches.ipynb", as_version=4
+        )
         assert [c.source for c in ran.cells[1:]] == sources  # the student's cells only
 
 

@@ -135,7 +135,7 @@ def run_notebook(path: Path, out: Path, limits: Limits = Limits()) -> dict:  # n
     kernel.client.reset_execution_trackers()
     try:
         with kernel.client.setup_kernel():
-            run_student_cells(kernel, names, deadline, out / "defs", definitions)
+            deadline = run_student_cells(kernel, names, deadline, out / "defs", definitions)
             reached = time.monotonic() < deadline
             if reached:  # again, with the notebook's final globals
                 kernel.where = "keeping the definitions"
@@ -153,10 +153,11 @@ def run_notebook(path: Path, out: Path, limits: Limits = Limits()) -> dict:  # n
 
 def run_student_cells(
     kernel: Kernel, names: list[str], deadline: float, defs: Path, definitions: dict[str, str]
-) -> None:
+) -> float:
     """Run the student's code cells in order until `deadline`, keeping what each exercise's
     name holds after its cell; fill `definitions`: {exercise: "ok", "timeout:cell N" or the error
-    that kept its cell from running}. Exercises no cell defines are left out."""
+    that kept its cell from running}. Exercises no cell defines are left out. Returns the
+    deadline: the notebook's time counts from its first exercise on (start-up is allowed apart)."""
     cells = list(kernel.nb.cells)  # the student's cells, before the grader adds its own
     starting = True  # until the first cell that defines an exercise: the start-up allowance
     for index, cell in enumerate(cells):
@@ -165,7 +166,8 @@ def run_student_cells(
         where = f"cell {index + 1}"
         kernel.where = where  # until it returns
         defined = _defined(cell.source, names)
-        starting = starting and not defined
+        if starting and defined:  # start-up is over: the notebook's own time begins
+            starting, deadline = False, min(deadline, time.monotonic() + kernel.limits.notebook)
         allowed = kernel.limits.cell + (STARTUP_SECONDS if starting else 0)
         limit = min(deadline - time.monotonic(), allowed)
         try:
@@ -180,6 +182,7 @@ def run_student_cells(
             kernel.where = f"keeping what {where} defines"
             kernel.run(_keep_source(defined, defs))
         kernel.where = None
+    return deadline
 
 
 def _keep_source(names: list[str], defs: Path, again: bool = False) -> str:
@@ -222,6 +225,8 @@ def _definition(cell, where: str, timed_out: bool) -> str:
     error = _error(cell)
     if error and error[0] in COMPILE_ERRORS:
         return f"{error[1]} ({where})"
+    if error and error[0] == "UsesCourseSolution":  # subclassed or called the stubbed solution
+        return "uses the course's solution"
     return "ok"
 
 

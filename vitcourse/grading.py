@@ -169,8 +169,9 @@ def _broken(done: sandbox.Ran, limits: Limits) -> str:
         "time": f"the notebook ran past its {limits.notebook:.0f} s",
         "memory": f"the notebook used more than {limits.memory_gb:g} GB of memory",
         "processes": f"the notebook started more than {limits.processes} processes",
-        "output": f"the notebook wrote more than {limits.output_mb:g} MB or "
-        f"{sandbox.MAX_ENTRIES:,} files and folders",
+        "output": f"the notebook wrote more than {limits.output_mb:g} MB, more than "
+        f"{sandbox.MAX_ENTRIES:,} files and folders, or more than "
+        f"{sandbox.STDERR_BYTES // 2**20} MB of errors",
         None: "the grader's process for this notebook failed: "
         + (done.stderr.strip().splitlines() or ["no message"])[-1][:300],
     }[done.broke]
@@ -196,6 +197,8 @@ def judge(
     if definition.startswith("timeout:"):
         where = definition.split(":", 1)[1]
         return "timeout", f"the {where} defining {name} ran past {limits.cell:.0f} s", ""
+    if definition == "uses the course's solution":
+        return _outcome(name, definition, "")
     if definition != "ok":
         return "error", definition, ""
     answer = _read_output(defs / f"{name}.pkl", int(limits.output_mb * 2**20))
