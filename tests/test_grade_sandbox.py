@@ -160,9 +160,9 @@ def test_names_and_errors_are_escaped(hostile):
     feedback = (out / "feedback" / f"{gradebook.file_name('html')}.md").read_text()
     assert "<script>" not in feedback and "&lt;script&gt;" in feedback
     assert "script" not in (out / "summary.md").read_text()
-    gradebook = list(csv.reader((out / "gradebook.csv").open()))
-    assert gradebook[0][:3] == ["student", "01_patches patchify", "01_patches unpatchify"]
-    assert ["'=1+2", "1", "1"] == gradebook[[r[0] for r in gradebook].index("'=1+2")][:3]
+    table = list(csv.reader((out / "gradebook.csv").open()))
+    assert table[0][:3] == ["student", "01_patches patchify", "01_patches unpatchify"]
+    assert ["'=1+2", "1", "1"] == table[[r[0] for r in table].index("'=1+2")][:3]
 
 
 def grades_of(hostile, student):

@@ -10,7 +10,9 @@
   to a private, size-limited `/tmp` (its HOME too) and to the one folder it is given, which the
   grader reads afterwards. Never the teacher's home, the solutions, or the other submissions.
 - **Limits**, for all its processes together, watched from outside every 0.2 s: wall time, memory
-  (resident, summed over its processes), number of processes and the size of its output folder.
+  (resident, summed over its processes, plus what its /tmp and /dev/shm hold: see
+  `vitcourse.sandbox_memory`), number of processes, and its output folder's size and number of
+  files and folders, and its error stream's size.
   Each process also gets kernel limits that stop a single runaway at once: address space (the
   memory limit plus `VIRTUAL_ROOM_GB`), file size, no core files, and a number of processes (which Linux does not apply to root).
 - **Without bubblewrap** (`sandbox=False`, the grader's `--no-sandbox`), the same command runs as
@@ -31,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import vitcourse
+from vitcourse.sandbox_memory import SHM_MB, memfd_filter, tmpfs_bytes
 
 EXPOSED = (
     "without a sandbox the students' code runs as you: it can read and change your files (your "
@@ -116,11 +119,22 @@ def with_package(command: list[str], package: Path) -> list[str]:
 
 
 def _bwrap(
-    command: list[str], box: Box, given: Path, out: Path, passwd: Path, env: dict
+    command: list[str],
+    box: Box,
+    given: Path,
+    out: Path,
+    passwd: Path,
+    env: dict,
+    seccomp: int | None = None,
 ) -> list[str]:
     args = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     args += ["--uid", "1000", "--gid", "1000"]  # not the teacher, even where the grader is root
-    args += ["--clearenv", "--proc", "/proc", "--dev", "/dev"]
+    args += ["--clearenv", "--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev"]
+    # /dev's own tmpfs may hold half the machine's memory, unaccounted: read-only, with a small
+    # /dev/shm of its own (its use, and /tmp's, count towards the memory limit: see `_watch`).
+    args += ["--size", str(SHM_MB * 2**20), "--tmpfs", "/dev/shm"]
+    if seccomp is not None:  # memfd_create refused: pages never mapped escape any count
+        args += ["--seccomp", str(seccomp)]
     # The private /tmp first, then the binds: a later tmpfs would hide a course or a virtual
     # environment that lives under /tmp (every student would get "No module named vitcourse").
     args += ["--size", str(int(box.tmp_mb * 2**20)), "--tmpfs", "/tmp", "--dir", "/tmp/home"]
@@ -288,10 +302,15 @@ def run(
     env = dict(env or {}, MPLBACKEND="Agg", CUDA_VISIBLE_DEVICES="", PYTHONDONTWRITEBYTECODE="1")
     # Beside `out`, in the grader's own work folder: nothing is left in /tmp if the grader dies.
     with tempfile.TemporaryDirectory(prefix="box-", dir=out.parent) as tmp:
+        keep: tuple[int, ...] = ()
         if sandbox:
             passwd = Path(tmp) / "passwd"
             passwd.write_text("student:x:1000:1000:student:/tmp/home:/bin/false\n")
-            full = _bwrap(command, box, given, out, passwd, env)
+            program = memfd_filter()
+            if program is not None:
+                (Path(tmp) / "seccomp").write_bytes(program)
+                keep = (os.open(Path(tmp) / "seccomp", os.O_RDONLY),)
+            full = _bwrap(command, box, given, out, passwd, env, *keep)
             cwd, process_env = tmp, {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
         else:
             full = [_outside(a, given, out) for a in command]
@@ -299,23 +318,30 @@ def run(
             if box.package is not None:  # the copy found first: no protection, only the same code
                 full = with_package(full, box.package)
         with open(Path(tmp) / "stderr", "w+b") as errors:  # a file: a pipe could fill and block
-            process = subprocess.Popen(
-                full,
-                cwd=cwd,
-                env=process_env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=errors,
-                start_new_session=True,  # its own process group, killed as one
-                preexec_fn=_limit(box),
-            )
-            broke = _watch(process, box, out, errors)
+            try:
+                process = subprocess.Popen(
+                    full,
+                    cwd=cwd,
+                    env=process_env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=errors,
+                    start_new_session=True,  # its own process group, killed as one
+                    preexec_fn=_limit(box),
+                    pass_fds=keep,
+                )
+            finally:
+                for fd in keep:
+                    os.close(fd)
+            broke = _watch(process, box, out, errors, sandbox)
             errors.seek(max(0, errors.seek(0, os.SEEK_END) - 20_000))
             stderr = errors.read().decode(errors="replace")
     return Ran(process.returncode, stderr, broke)
 
 
-def _watch(process: subprocess.Popen, box: Box, out: Path, errors) -> str | None:
+def _watch(
+    process: subprocess.Popen, box: Box, out: Path, errors, sandbox: bool = True
+) -> str | None:
     """Poll the command until it ends; kill it all when it breaks a limit, and say which. The
     wall time counts from when it starts, plus `box.startup` until its first process writes
     `out/started` (Python and torch imported), so a slow start is not the student's time."""
@@ -330,7 +356,7 @@ def _watch(process: subprocess.Popen, box: Box, out: Path, errors) -> str | None
         used, entries = folder_usage(out)
         if now > (started or start + box.startup) + box.seconds:
             broke = "time"
-        elif _resident_bytes(pids) > box.memory_gb * 2**30:
+        elif _resident_bytes(pids) + (tmpfs_bytes(pids) if sandbox else 0) > box.memory_gb * 2**30:
             broke = "memory"
         elif len(pids) > box.processes:
             broke = "processes"
