@@ -12,6 +12,7 @@ import csv
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -244,3 +245,36 @@ def test_no_submission_stops_the_class_or_borrows_the_solution(hostile):
 def _students(hostile) -> list[Path]:
     subs = hostile["root"] / "submissions"
     return [p for p in subs.iterdir() if p.is_dir() and not p.is_symlink() and p.name[0] != "."]
+
+
+@pytest.mark.slow
+def test_a_course_and_its_environment_under_tmp(tmp_path):
+    """The course and its virtual environment under /tmp (a CI clone, a scratch set-up) stay
+    visible in the sandbox, whose private /tmp is mounted first: the honest student passes."""
+    need_sandbox()
+    assert str(tmp_path).startswith("/tmp/"), tmp_path
+    venv, course = tmp_path / "venv", tmp_path / "course"
+    subprocess.run(["cp", "-al", sys.prefix, str(venv)], check=True)  # links: no copying 6 GB
+    shutil.copytree(
+        ROOT / "vitcourse", course / "vitcourse", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    (course / "data").symlink_to(ROOT / "data")
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    for finder in site.glob("__editable__*vitcourse*finder.py"):  # point the install at the copy
+        text = finder.read_text().replace(str(ROOT / "vitcourse"), str(course / "vitcourse"))
+        finder.unlink()  # a link to the real environment's file: replace, never write through
+        finder.write_text(text)
+    subs = tmp_path / "submissions"
+    teacher = json.loads((ROOT / "notebooks" / "01_patches.ipynb").read_text())
+    for student in ("ada", "bo"):
+        (subs / student).mkdir(parents=True)
+        (subs / student / "01_patches.ipynb").write_text(json.dumps(teacher))
+    command = [str(venv / "bin" / "python"), "-m", "vitcourse.grade", "submissions", "--out", "out"]
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=1200)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert str(course / "vitcourse") in subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import vitcourse; print(vitcourse.__file__)"],
+        cwd="/", capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    rows = list(csv.DictReader((tmp_path / "out" / "grades.csv").open()))
+    assert [r["status"] for r in rows] == ["passed"] * 4, rows
