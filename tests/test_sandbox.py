@@ -70,3 +70,20 @@ def test_tmp_is_mounted_before_the_binds(tmp_path):
     binds = [i for i, a in enumerate(args) if a in ("--ro-bind", "--bind", "--symlink")]
     assert tmpfs < min(binds)
     assert args[args.index("--remount-ro") + 1] == "/dev"
+
+
+@pytest.mark.slow
+def test_the_sandbox_shows_no_host_paths_or_environment(tmp_path):
+    """bubblewrap's own process (pid 1 inside) takes its arguments from a file: its command line
+    names none of the folders it binds, and its environment is not the teacher's."""
+    need_sandbox()
+    look = (
+        "cmdline = open('/proc/1/cmdline', 'rb').read()\n"
+        "environ = open('/proc/1/environ', 'rb').read()\n"
+        "open('/grading/out/seen', 'wb').write(cmdline + b'|' + environ)\n"
+    )
+    done = _run(tmp_path, look)
+    assert done.broke is None and done.returncode == 0, done.stderr[-2000:]
+    seen = (tmp_path / "out" / "seen").read_bytes()
+    assert b"--ro-bind" not in seen and str(tmp_path).encode() not in seen, seen
+    assert b"PATH=/usr/bin:/bin" in seen and b"HOME" not in seen.split(b"|")[1]
