@@ -77,6 +77,7 @@ class Kernel:
             kernel_name="python3",
             allow_errors=True,
             interrupt_on_timeout=True,
+            startup_timeout=STARTUP_SECONDS,  # a kernel starts slowly on a busy machine
             timeout_func=lambda cell: self.seconds.get(id(cell), limits.check),
             resources={"metadata": {"path": folder}},
         )
