@@ -84,14 +84,12 @@ def hostile(tmp_path_factory):
     home = root / "home"
     listener = Listener()
     subs = write_hostile_class(root / "submissions", home, listener.port, root / "out")
-    write_round_two(subs)
     package = _files_under(ROOT / "vitcourse")
     before = {**_files_under(subs), **_files_under(home)}
-    (root / "tmp").mkdir()  # the grader's own /tmp: it must be left empty
-    env = dict(os.environ, HOME=str(home), TMPDIR=str(root / "tmp"))
+    env = dict(os.environ, HOME=str(home))
     start = time.monotonic()
     done = subprocess.run(
-        grade_command(), cwd=root, env=env, capture_output=True, text=True, timeout=1500
+        grade_command(), cwd=root, env=env, capture_output=True, text=True, timeout=3000
     )
     seconds = time.monotonic() - start
     listener.stop()
@@ -203,10 +201,32 @@ def test_a_stopped_grader_loses_nothing_and_resumes(tmp_path):
     assert [r["status"] for r in rows] == ["passed"] * 6
 
 
+@pytest.fixture(scope="module")
+def round_two(tmp_path_factory):
+    """The second round's class (issue 38) beside honest students, graded as the hostile class is,
+    with the grader's own /tmp in a folder of its own, which must be left empty."""
+    need_sandbox()
+    root = tmp_path_factory.mktemp("round_two")
+    subs = root / "submissions"
+    honest = json.loads((ROOT / "notebooks" / "01_patches.ipynb").read_text())
+    (subs / "honest").mkdir(parents=True)
+    (subs / "honest" / "01_patches.ipynb").write_text(json.dumps(honest))
+    write_round_two(subs)
+    (root / "tmp").mkdir()
+    env = dict(os.environ, TMPDIR=str(root / "tmp"))
+    done = subprocess.run(
+        grade_command(), cwd=root, env=env, capture_output=True, text=True, timeout=3000
+    )
+    with open(root / "out" / "grades.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    return {"root": root, "done": done, "grades": {(r["student"], r["exercise"]): r for r in rows}}
+
+
 @pytest.mark.slow
-def test_no_submission_stops_the_class_or_borrows_the_solution(hostile):
+def test_no_submission_stops_the_class_or_borrows_the_solution(round_two):
     """Issue 38: every student is graded and reported, beside submissions that once stopped the
     whole class; none of them passes; the solution sent by value is not attempted."""
+    hostile = round_two
     assert hostile["done"].returncode == 0, hostile["done"].stderr[-3000:]
     out, grades = hostile["root"] / "out", hostile["grades"]
     students = {gradebook.student_name(os.fsdecode(p.name)) for p in _students(hostile)}
