@@ -7,6 +7,7 @@ packed answers; the slow ones grade small notebooks named like the course's, in 
 """
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -301,3 +302,18 @@ def test_without_the_sandbox_the_same_verdicts(tmp_path):
         ("passed", ""),
         ("not attempted", "unpatchify uses the cour"),
     ]
+
+
+def test_outputs_are_read_only_as_small_regular_files(tmp_path):
+    """What a sandbox left where the grader reads: a folder, a FIFO, a link, JSON nested 50,000
+    deep, a file chmodded to 000 (for a teacher without root): none of them raises, none is read."""
+    (tmp_path / "run.json").mkdir()
+    os.mkfifo(tmp_path / "fifo")
+    os.symlink("/etc/passwd", tmp_path / "link")
+    (tmp_path / "deep").write_text("[" * 50_000 + "]" * 50_000)
+    (tmp_path / "big").write_text("x" * 101)
+    for name in ("run.json", "fifo", "link", "big"):
+        assert grading._read_output(tmp_path / name, 100) is None, name
+    assert grading._read_json(tmp_path / "deep", 2**20) is None
+    (tmp_path / "ok").write_text('{"kind": "x"}')
+    assert grading._read_json(tmp_path / "ok", 100) == {"kind": "x"}

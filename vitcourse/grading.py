@@ -84,13 +84,15 @@ def _read_output(path: Path, limit: int) -> bytes | None:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as f:
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return None
-            data = f.read(limit + 1)
-        except OSError:
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # a folder named run.json, a FIFO
             return None
+        with os.fdopen(os.dup(fd), "rb") as f:
+            data = f.read(limit + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     return data if len(data) <= limit else None
 
 
