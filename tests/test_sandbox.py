@@ -87,3 +87,13 @@ def test_the_sandbox_shows_no_host_paths_or_environment(tmp_path):
     seen = (tmp_path / "out" / "seen").read_bytes()
     assert b"--ro-bind" not in seen and str(tmp_path).encode() not in seen, seen
     assert b"PATH=/usr/bin:/bin" in seen and b"HOME" not in seen.split(b"|")[1]
+
+
+def test_the_hosts_own_folders_are_never_counted():
+    """While bubblewrap sets a sandbox up its root is still the host's: the host's /tmp (here, the
+    whole disk) must not count as the sandbox's memory (it once made an endless loop "8 GB")."""
+    import os
+
+    from vitcourse.sandbox_memory import tmpfs_bytes
+
+    assert tmpfs_bytes([0, os.getpid()]) == 0

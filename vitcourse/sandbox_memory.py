@@ -50,10 +50,17 @@ def memfd_filter() -> bytes | None:
 def tmpfs_bytes(pids: list[int]) -> int:
     """What a sandbox holds in its /tmp and /dev/shm: memory too, though no process's resident
     memory counts it. Seen through a sandboxed process's root (the first is bubblewrap's, outside)."""
-    total = 0
+    total, host = 0, set()
+    for folder in ("/", "/tmp", "/dev/shm"):  # while bubblewrap sets up, its root is still ours
+        try:
+            host.add(os.stat(folder).st_dev)
+        except OSError:
+            pass
     for pid in pids[1:2]:
         for folder in ("tmp", "dev/shm"):
             try:
+                if os.stat(f"/proc/{pid}/root/{folder}").st_dev in host:
+                    continue
                 found = os.statvfs(f"/proc/{pid}/root/{folder}")
             except OSError:
                 continue
