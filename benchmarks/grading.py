@@ -7,6 +7,10 @@ sandbox (then each answer in a second one) unless --no-sandbox.
 
     python benchmarks/grading.py                          # 30 students, notebook 01, --jobs 1 and 2
     python benchmarks/grading.py --students 10 --jobs 2 --keep runs/grading   # keep the reports
+    python benchmarks/grading.py --students 6 --jobs 1 --compare 2   # sandboxed ÷ unsandboxed
+
+`--compare ROUNDS` grades the class in the sandbox and with `--no-sandbox` in turns, ROUNDS times
+each, on the same machine in one run, and prints the ratio of the medians (and each round's).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import argparse
 import collections
 import json
 import re
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -48,7 +53,10 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--keep", type=Path, help="write the class and the grades here to read")
     parser.add_argument("--no-sandbox", action="store_true", help="grade without bubblewrap")
+    parser.add_argument("--compare", type=int, metavar="ROUNDS", help="sandboxed vs unsandboxed")
     args = parser.parse_args()
+    if args.compare:
+        return compare(args.students, args.jobs[0], args.compare)
     with tempfile.TemporaryDirectory() as scratch:
         tmp = args.keep or Path(scratch)
         submissions = Path(tmp) / "submissions"
@@ -67,6 +75,27 @@ def main() -> None:
                 f"({seconds / args.students:.1f} s a submission); {dict(counts)}",
                 flush=True,
             )
+
+
+def compare(students: int, jobs: int, rounds: int) -> None:
+    """Sandboxed and unsandboxed grading of one class, in turns; the ratio of their medians."""
+    seconds: dict[bool, list[float]] = {True: [], False: []}
+    with tempfile.TemporaryDirectory() as tmp:
+        write_class(Path(tmp) / "submissions", students)
+        for n in range(rounds):
+            for sandboxed in (True, False):
+                start = time.perf_counter()
+                out = Path(tmp) / f"out-{n}-{sandboxed}"
+                grade_class(Path(tmp) / "submissions", out, Limits(), jobs, use_sandbox=sandboxed)
+                seconds[sandboxed].append(time.perf_counter() - start)
+                print(f"round {n + 1}, {'sandboxed' if sandboxed else 'unsandboxed'}: "
+                      f"{seconds[sandboxed][-1]:.0f} s", flush=True)  # fmt: skip
+    ratio = statistics.median(seconds[True]) / statistics.median(seconds[False])
+    rounds_ratios = ", ".join(
+        f"{a / b:.2f}" for a, b in zip(seconds[True], seconds[False], strict=True)
+    )
+    print(f"{students} submissions, --jobs {jobs}: sandboxed ÷ unsandboxed = {ratio:.2f} "
+          f"(medians; per round {rounds_ratios})")  # fmt: skip
 
 
 if __name__ == "__main__":

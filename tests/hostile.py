@@ -142,6 +142,112 @@ def patchify(images, patch_size):
 """,
 }
 
+# The second round (issue 38): what stopped a whole class, or borrowed the solution by value.
+# None may pass; none may stop the others' grades.
+ROUND_TWO = {
+    # Too deep for the grader's own parsers: an answer, the files the sandboxes write.
+    "deep_expr": "patchify = " + "+".join(["1"] * 5000) + "\n",
+    "deep_outcome": """
+import os
+def patchify(images, patch_size):
+    open("/grading/out/outcome.json", "w").write("[" * 50_000 + "]" * 50_000)
+    os._exit(0)
+""",
+    "locked_outcome": """
+import os
+def patchify(images, patch_size):
+    open("/grading/out/outcome.json", "w").write('{"kind": "error", "detail": "x"}')
+    os.chmod("/grading/out/outcome.json", 0)
+    os.chmod("/grading/out", 0)
+    os._exit(0)
+""",
+    "run_json_folder": """
+import os
+os.mkdir("/grading/out/run.json")
+def patchify(images, patch_size):
+    return images
+""",
+    "deep_folders": """
+import os
+def _chain(where):
+    here = os.getcwd()
+    os.chdir(where)
+    for _ in range(1500):
+        os.mkdir("d")
+        os.chdir("d")
+    os.chdir(here)
+_chain("/grading/out")
+def patchify(images, patch_size):
+    _chain("/grading/out")
+    return images
+""",
+    "many_files": """
+for i in range(20_000):
+    open(f"/grading/out/f{i}", "w").close()
+def patchify(images, patch_size):
+    return images
+""",
+    "stderr_flood": """
+import os
+for _ in range(40):
+    os.write(2, b"x" * 2**20)
+def patchify(images, patch_size):
+    return images
+""",
+    "huge_answer": "patchify = [" + "0," * 500_000 + "]\n",
+    "terminal": """
+def patchify(images, patch_size):
+    raise ValueError("\\x1b]0;owned\\x07\\x1b[2J\\u202eevil")
+""",
+    # The course's solution by value, however it arrived.
+    "by_value": """
+import cloudpickle, vitcourse.patching
+cloudpickle.register_pickle_by_value(vitcourse.patching)
+patchify = vitcourse.patching.patchify
+""",
+    "code_swap": """
+import vitcourse.patching
+def patchify(images, patch_size):
+    return images
+patchify.__code__ = vitcourse.patching.patchify.__code__
+""",
+    "exec_source": """
+import inspect, vitcourse.patching
+exec(inspect.getsource(vitcourse.patching.patchify))
+patchify = patchify
+""",
+}
+
+
+def pasted_solution() -> str:
+    """The course's solution to patchify, typed into a notebook (its docstring and all): what a
+    student with the teacher's files could paste."""
+    import inspect
+
+    import vitcourse.patching
+
+    return "import torch\n" + inspect.getsource(vitcourse.patching.patchify)
+
+
+def write_round_two(subs: Path) -> None:
+    """Add the second round's students to a class; with them, names that once mixed students up
+    or rewrote a teacher's terminal, and a notebook file nested 50,000 deep."""
+    nb01 = json.loads((ROOT / "notebooks" / "01_patches.ipynb").read_text())
+    for student, code in ROUND_TWO.items():
+        _write(_replace(nb01, "patchify", code), subs / student / "01_patches.ipynb")
+    _write(_replace(nb01, "patchify", pasted_solution()), subs / "pasted" / "01_patches.ipynb")
+    (subs / "deep_notebook").mkdir()
+    (subs / "deep_notebook" / "01_patches.ipynb").write_text("[" * 50_000 + "]" * 50_000)
+    _write(nb01, subs / "ann smith" / "01_patches.ipynb")  # passes both
+    wrong = "def patchify(images, patch_size):\n    return images\n"
+    _write(_replace(nb01, "patchify", wrong), subs / "ann_smith" / "01_patches.ipynb")
+    _write(nb01, subs / "\x1b]0;owned\x07\x1b[31mred" / "01_patches.ipynb")
+    (subs / "honest" / "\x1b]0;owned\x07\x1b[2J.txt").write_text("notes")
+    folder = os.fsencode(subs) + b"/caf\xe9"  # a name from a Windows zip: not UTF-8
+    os.mkdir(folder)
+    with open(folder + b"/01_patches.ipynb", "w") as f:
+        f.write(json.dumps(nb01))
+
 
 def _replace(nb: dict, name: str, code: str) -> dict:
     nb = json.loads(json.dumps(nb))

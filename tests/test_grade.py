@@ -8,15 +8,17 @@ that runs and checks each notebook has its own tests, case by case, in `test_gra
 
 import csv
 import json
+import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import need, need_sandbox
-from vitcourse import checks, grade, gradebook
+from vitcourse import checks, grade, gradebook, sandbox
 from vitcourse.student import student_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -109,12 +111,20 @@ def test_reports_escape_what_students_wrote(tmp_path):
         grade.Grade("=1+2", "01_patches", "patchify", "passed"),
         grade.Grade("<b>bo</b>", "01_patches", "patchify", "error", "ValueError: <script>[x](y)"),
         grade.Grade("<b>bo</b>", "01_patches", "unpatchify", "passed"),
+        grade.Grade("x;=1+2", "01_patches", "patchify", "error", "a\x1b]0;owned\x07\u202eb\nc"),
     ]
     gradebook.write_reports(rows, [], [], tmp_path)
-    lines = (tmp_path / "grades.csv").read_text().splitlines()
-    assert lines[0] == "student,notebook,exercise,status,points,hint,flags"
-    assert lines[1].startswith("'=1+2,01_patches,patchify,passed,1,")
-    feedback = (tmp_path / "feedback" / "_b_bo__b_.md").read_text()
+    text = (tmp_path / "grades.csv").read_text()
+    lines = text.splitlines()
+    assert lines[0] == '"student","notebook","exercise","status","points","hint","flags"'
+    assert lines[1].startswith('"\'=1+2","01_patches","patchify","passed",1,')
+    assert '"x;=1+2"' in text  # quoted: a `;`-separated spreadsheet reads one cell, not a formula
+    assert "\\x1b]0;owned\\x07\\u202eb c" in text  # escaped, on one line
+    for path in tmp_path.rglob("*.*"):
+        assert not re.search(
+            r"[\x00-\x09\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]", path.read_text()
+        )
+    feedback = (tmp_path / "feedback" / f"{gradebook.file_name('<b>bo</b>')}.md").read_text()
     assert "# Feedback for &lt;b&gt;bo&lt;/b&gt;" in feedback
     assert "ValueError: &lt;script&gt;\\[x\\](y)" in feedback
     with open(tmp_path / "gradebook.csv", newline="") as f:
@@ -123,7 +133,19 @@ def test_reports_escape_what_students_wrote(tmp_path):
         ["student", "01_patches patchify", "01_patches unpatchify", "total"],
         ["<b>bo</b>", "0", "1", "1"],  # sorted by name
         ["'=1+2", "1", "0", "1"],
+        ["x;=1+2", "0", "0", "0"],
     ]
+
+
+def test_every_student_gets_a_file_of_their_own():
+    names = ["ann smith", "ann_smith", "Ann_Smith", "ann.smith", "a" * 200, "a" * 201, "\udcff"]
+    files = [gradebook.file_name(n) for n in names]
+    assert len({f.lower() for f in files}) == len(names)  # on a disk that ignores case, too
+    assert all(len(f) <= 80 and re.fullmatch(r"[\w.-]+", f) for f in files), files
+    raw = ["caf\udce9", "caf\\xe9", "caf\u00e9", "\x1b[31mred"]  # bytes, a backslash, text, ESC
+    shown = [gradebook.student_name(n) for n in raw]
+    assert len(set(shown)) == len(raw) and all(s.isprintable() for s in shown), shown
+    shown[0].encode("utf-8")  # writable anywhere
 
 
 def test_alike_answers_are_listed():
@@ -259,7 +281,7 @@ def test_the_class_is_graded(graded_class):
 @pytest.mark.slow
 def test_the_class_gets_feedback_and_a_summary(graded_class):
     _, out, done = graded_class
-    feedback = (out / "feedback" / "cy.md").read_text()
+    feedback = (out / "feedback" / f"{gradebook.file_name('cy')}.md").read_text()
     assert "# Feedback for cy" in feedback and "1 of 2 exercises passed" in feedback
     assert "✗ **patchify**: wrong" in feedback
     assert "the values are not. Hint: a plain reshape does not cut out squares" in feedback
@@ -268,16 +290,16 @@ def test_the_class_gets_feedback_and_a_summary(graded_class):
     assert "| unpatchify | 01_patches | 5 of 10 | 0 | 4 | 1 | 0 |" in summary
     assert "**patchify** (1 student): a plain reshape does not cut out squares" in summary
     assert "| patchify | 01_patches | 3 of 10" in done.stdout  # printed too
-    nothing = (out / "feedback" / "hal.md").read_text()
+    nothing = (out / "feedback" / f"{gradebook.file_name('hal')}.md").read_text()
     assert "0 of 2 exercises passed" in nothing and "not handed in" in nothing
-    executed = json.loads((out / "executed" / "ada" / "01_patches.ipynb").read_text())
+    executed = json.loads(
+        (out / "executed" / gradebook.file_name("ada") / "01_patches.ipynb").read_text()
+    )
     assert any(c.get("outputs") for c in executed["cells"])
     assert not any("__vitcourse_defs__" in _source(c) for c in executed["cells"])
 
 
 def test_without_a_sandbox_the_grader_refuses_unless_told(tmp_path, monkeypatch, capsys):
-    from vitcourse import sandbox
-
     need("cloudpickle", "pip install -r requirements-teachers.txt")
     monkeypatch.setattr(sandbox, "bubblewrap", lambda: "bubblewrap is not installed")
     (tmp_path / "subs").mkdir()
@@ -289,3 +311,101 @@ def test_without_a_sandbox_the_grader_refuses_unless_told(tmp_path, monkeypatch,
     assert "read and change your files" in said
     grade.main([str(tmp_path / "subs"), "--out", str(tmp_path / "out"), "--no-sandbox"])
     assert "warning: no sandbox" in capsys.readouterr().err
+
+
+def test_a_class_that_fails_the_same_way_everywhere_is_refused(tmp_path, monkeypatch, capsys):
+    """Every notebook an error for one reason is the grader's set-up (a package the sandbox cannot
+    see), not the class: the reports are written, and the grader exits non-zero with one line."""
+    need("cloudpickle", "pip install -r requirements-teachers.txt")
+    monkeypatch.setattr(sandbox, "bubblewrap", lambda: None)
+    why = "ModuleNotFoundError: No module named 'vitcourse'"
+    monkeypatch.setattr(
+        grade,
+        "grade_notebook",
+        lambda student, notebook, *a: [
+            grade.Grade(student, notebook, n, "error", why) for n in ("patchify", "unpatchify")
+        ],  # fmt: skip
+    )
+    teacher = (NOTEBOOKS / "01_patches.ipynb").read_text()
+    for student in ("ada", "bob"):
+        (tmp_path / "subs" / student).mkdir(parents=True)
+        (tmp_path / "subs" / student / "01_patches.ipynb").write_text(teacher)
+    with pytest.raises(SystemExit) as stopped:
+        grade.main([str(tmp_path / "subs"), "--out", str(tmp_path / "out")])
+    assert stopped.value.code == 3
+    said = capsys.readouterr().err.strip().splitlines()[-1]  # after the progress bar
+    assert said.startswith("error: every notebook failed the same way") and why in said
+    assert (tmp_path / "out" / "grades.csv").read_text().count("ada") == 2
+    assert grade.same_failure([grade.Grade("ada", "01_patches", "patchify", "error", why)]) is None
+
+
+def test_a_crash_while_grading_is_an_error_for_that_student_alone(tmp_path, monkeypatch):
+    """Anything the grader raises while grading one notebook becomes that student's error, with a
+    one-line reason, in the journal; the others are graded, and --resume does not crash again."""
+
+    def grade_notebook(student, notebook, *args):
+        if student == "bad":
+            raise RecursionError("maximum recursion depth exceeded\nwhile calling")
+        return [grade.Grade(student, notebook, n, "passed") for n in ("patchify", "unpatchify")]
+
+    monkeypatch.setattr(grade, "grade_notebook", grade_notebook)
+    teacher = (NOTEBOOKS / "01_patches.ipynb").read_text()
+    for student in ("bad", "good"):
+        (tmp_path / "subs" / student).mkdir(parents=True)
+        (tmp_path / "subs" / student / "01_patches.ipynb").write_text(teacher)
+    for resume in (False, True):
+        grades, _ = grade.grade_class(tmp_path / "subs", tmp_path / "out", resume=resume)
+        status = {(g.student, g.exercise): (g.status, g.hint) for g in grades}
+        assert status[("good", "patchify")] == ("passed", "")
+        assert status[("bad", "patchify")] == (
+            "error",
+            "the grader could not grade this notebook "
+            "(RecursionError: maximum recursion depth exceeded while calling)",
+        )
+    assert len((tmp_path / "out" / "journal.jsonl").read_text().splitlines()) == 2
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "patchify = " + "+".join(["1"] * 5000),  # too deep for Python's parser
+        "patchify = [" + "0," * 200_000 + "]",  # too long to compare
+        "def patchify(x, p):\n" + "    " * 1 + "return " + "(" * 300 + "x" + ")" * 300,
+    ],
+    ids=["deep", "long", "nested"],
+)
+def test_answers_too_deep_or_too_long_are_not_parsed(source):
+    nb = {"cells": [{"cell_type": "code", "source": source, "metadata": {}, "outputs": []}]}
+    start = time.monotonic()
+    found = grade._answers(json.dumps(nb).encode(), "01_patches")
+    assert found.get("patchify") is None or len(found["patchify"]) <= grade.MAX_ANSWER_CHARS
+    assert time.monotonic() - start < 5
+    assert grade._answers(b"[" * 50_000 + b"]" * 50_000, "01_patches") == {}
+
+
+def test_a_student_folder_is_walked_within_bounds(tmp_path):
+    """A folder chain 1,500 deep or 3,000 files in a student's folder: walked without recursion,
+    within MAX_DEPTH and MAX_ENTRIES, and said so; a name that is not UTF-8 is kept, escaped."""
+    subs = tmp_path / "subs"
+    deep = subs / "deep"
+    deep.mkdir(parents=True)
+    here = os.getcwd()
+    os.chdir(deep)
+    try:
+        for _ in range(1500):
+            os.mkdir("d")
+            os.chdir("d")
+    finally:
+        os.chdir(here)
+    (subs / "many").mkdir()
+    for i in range(3000):
+        (subs / "many" / f"{i}.txt").touch()
+    os.mkdir(os.fsencode(subs) + b"/caf\xe9")
+    teacher = (NOTEBOOKS / "01_patches.ipynb").read_text()
+    (subs / "many" / "01_patches.ipynb").write_text(teacher)
+    students, skipped = grade.find_submissions(subs)
+    assert set(students) == {"deep", "many", "caf\\xe9"}
+    assert any("more than 8 folders deep" in s for s in skipped)
+    assert any(s.startswith("many: more than 2000 files") for s in skipped)
+    sandbox.remove_tree(deep)
+    assert not deep.exists()

@@ -11,6 +11,8 @@ each defence stops (README, "Grading a class").
 import csv
 import json
 import os
+import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -21,7 +23,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import need_sandbox
-from tests.hostile import SECRET, grade_command, write_hostile_class
+from tests.hostile import ROUND_TWO, SECRET, grade_command, write_hostile_class, write_round_two
+from vitcourse import gradebook
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -86,7 +89,7 @@ def hostile(tmp_path_factory):
     env = dict(os.environ, HOME=str(home))
     start = time.monotonic()
     done = subprocess.run(
-        grade_command(), cwd=root, env=env, capture_output=True, text=True, timeout=1500
+        grade_command(), cwd=root, env=env, capture_output=True, text=True, timeout=3000
     )
     seconds = time.monotonic() - start
     listener.stop()
@@ -112,6 +115,7 @@ def test_no_forged_or_borrowed_answer_passes(hostile):
         assert status[(student, "patchify")] == "not attempted", grades[(student, "patchify")]
         assert "course's own solution" in grades[(student, "patchify")]["hint"]
     assert status[("subclass", "MultiHeadSelfAttention")] == "not attempted"
+    assert "course's own solution" in grades[("subclass", "MultiHeadSelfAttention")]["hint"]
     assert status[("subclass", "attention")] == "passed"
 
 
@@ -135,7 +139,9 @@ def test_limits_and_links(hostile):
     assert grades[("hog", "patchify")]["status"] == "error"
     assert "memory" in grades[("hog", "patchify")]["hint"]
     assert grades[("deaf", "patchify")]["status"] == "timeout"
-    executed = hostile["root"] / "out" / "executed" / "loud" / "01_patches.ipynb"
+    executed = (
+        hostile["root"] / "out" / "executed" / gradebook.file_name("loud") / "01_patches.ipynb"
+    )
     assert executed.stat().st_size < 3_000_000  # a 20 MB print, kept to its first MB
     assert "the grader kept only the first 1 MB" in executed.read_text()
     summary = (hostile["root"] / "out" / "summary.md").read_text()
@@ -148,14 +154,14 @@ def test_limits_and_links(hostile):
 def test_names_and_errors_are_escaped(hostile):
     out = hostile["root"] / "out"
     text = (out / "grades.csv").read_text()
-    assert "\n'=1+2," in text
+    assert '\n"\'=1+2",' in text
     assert grades_of(hostile, "'=1+2")["patchify"] == "passed"  # the CSV's escaped name
-    feedback = (out / "feedback" / "html.md").read_text()
+    feedback = (out / "feedback" / f"{gradebook.file_name('html')}.md").read_text()
     assert "<script>" not in feedback and "&lt;script&gt;" in feedback
     assert "script" not in (out / "summary.md").read_text()
-    gradebook = list(csv.reader((out / "gradebook.csv").open()))
-    assert gradebook[0][:3] == ["student", "01_patches patchify", "01_patches unpatchify"]
-    assert ["'=1+2", "1", "1"] == gradebook[[r[0] for r in gradebook].index("'=1+2")][:3]
+    table = list(csv.reader((out / "gradebook.csv").open()))
+    assert table[0][:3] == ["student", "01_patches patchify", "01_patches unpatchify"]
+    assert ["'=1+2", "1", "1"] == table[[r[0] for r in table].index("'=1+2")][:3]
 
 
 def grades_of(hostile, student):
@@ -193,3 +199,102 @@ def test_a_stopped_grader_loses_nothing_and_resumes(tmp_path):
     assert sorted(r["student"] for r in records) == ["a", "b", "c"]  # none graded twice
     rows = list(csv.DictReader((tmp_path / "out" / "grades.csv").open()))
     assert [r["status"] for r in rows] == ["passed"] * 6
+
+
+@pytest.fixture(scope="module")
+def round_two(tmp_path_factory):
+    """The second round's class (issue 38) beside honest students, graded as the hostile class is,
+    with the grader's own /tmp in a folder of its own, which must be left empty."""
+    need_sandbox()
+    root = tmp_path_factory.mktemp("round_two")
+    subs = root / "submissions"
+    honest = json.loads((ROOT / "notebooks" / "01_patches.ipynb").read_text())
+    (subs / "honest").mkdir(parents=True)
+    (subs / "honest" / "01_patches.ipynb").write_text(json.dumps(honest))
+    write_round_two(subs)
+    (root / "tmp").mkdir()
+    env = dict(os.environ, TMPDIR=str(root / "tmp"))
+    done = subprocess.run(
+        grade_command(), cwd=root, env=env, capture_output=True, text=True, timeout=3000
+    )
+    with open(root / "out" / "grades.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    return {"root": root, "done": done, "grades": {(r["student"], r["exercise"]): r for r in rows}}
+
+
+@pytest.mark.slow
+def test_no_submission_stops_the_class_or_borrows_the_solution(round_two):
+    """Issue 38: every student is graded and reported, beside submissions that once stopped the
+    whole class; none of them passes; the solution sent by value is not attempted."""
+    hostile = round_two
+    assert hostile["done"].returncode == 0, hostile["done"].stderr[-3000:]
+    out, grades = hostile["root"] / "out", hostile["grades"]
+    students = {gradebook.student_name(os.fsdecode(p.name)) for p in _students(hostile)}
+    assert {key[0].removeprefix("'") for key in grades} == {s.removeprefix("'") for s in students}
+    with open(out / "gradebook.csv", newline="") as f:
+        assert {row["student"].removeprefix("'") for row in csv.DictReader(f)} == {
+            s.removeprefix("'") for s in students
+        }
+    status = {key: row["status"] for key, row in grades.items()}
+    for student in [*ROUND_TWO, "pasted", "deep_notebook"]:
+        assert status[(student, "patchify")] != "passed", (student, grades[(student, "patchify")])
+    for student in ("by_value", "code_swap", "exec_source", "pasted"):
+        assert status[(student, "patchify")] == "not attempted", grades[(student, "patchify")]
+        assert "course's own solution" in grades[(student, "patchify")]["hint"]
+    for student in ("honest", "ann smith", "caf\\xe9", "\\x1b]0;owned\\x07\\x1b[31mred"):
+        assert status[(student, "patchify")] == status[(student, "unpatchify")] == "passed"
+    assert status[("ann_smith", "patchify")] == "wrong"
+    assert "cannot be read" not in grades[("deep_notebook", "patchify")]["hint"]
+    # Distinct feedback files, each with its own student's counts.
+    ann = (out / "feedback" / f"{gradebook.file_name('ann smith')}.md").read_text()
+    ann_ = (out / "feedback" / f"{gradebook.file_name('ann_smith')}.md").read_text()
+    assert "2 of 2 exercises passed" in ann and "1 of 2 exercises passed" in ann_
+    assert len(list((out / "feedback").iterdir())) == len(students)
+    # No raw control character in the terminal or the reports; nothing left in /tmp.
+    raw = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
+    for name in ("grades.csv", "gradebook.csv", "summary.md", "similar.md"):
+        assert not raw.search((out / name).read_text()), name
+    for path in (out / "feedback").iterdir():
+        assert not raw.search(path.read_text()), path
+    assert not raw.search(hostile["done"].stdout.replace("\r", "")), hostile["done"].stdout[-2000:]
+    assert "\\x1b]0;owned" in hostile["done"].stdout  # the skipped file, escaped
+    assert list((hostile["root"] / "tmp").iterdir()) == []
+    assert list(out.glob(".work-*")) == []
+
+
+def _students(hostile) -> list[Path]:
+    subs = hostile["root"] / "submissions"
+    return [p for p in subs.iterdir() if p.is_dir() and not p.is_symlink() and p.name[0] != "."]
+
+
+@pytest.mark.slow
+def test_a_course_and_its_environment_under_tmp(tmp_path):
+    """The course and its virtual environment under /tmp (a CI clone, a scratch set-up) stay
+    visible in the sandbox, whose private /tmp is mounted first: the honest student passes."""
+    need_sandbox()
+    assert str(tmp_path).startswith("/tmp/"), tmp_path
+    venv, course = tmp_path / "venv", tmp_path / "course"
+    subprocess.run(["cp", "-al", sys.prefix, str(venv)], check=True)  # links: no copying 6 GB
+    shutil.copytree(
+        ROOT / "vitcourse", course / "vitcourse", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    (course / "data").symlink_to(ROOT / "data")
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    for finder in site.glob("__editable__*vitcourse*finder.py"):  # point the install at the copy
+        text = finder.read_text().replace(str(ROOT / "vitcourse"), str(course / "vitcourse"))
+        finder.unlink()  # a link to the real environment's file: replace, never write through
+        finder.write_text(text)
+    subs = tmp_path / "submissions"
+    teacher = json.loads((ROOT / "notebooks" / "01_patches.ipynb").read_text())
+    for student in ("ada", "bo"):
+        (subs / student).mkdir(parents=True)
+        (subs / student / "01_patches.ipynb").write_text(json.dumps(teacher))
+    command = [str(venv / "bin" / "python"), "-m", "vitcourse.grade", "submissions", "--out", "out"]
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=1200)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert str(course / "vitcourse") in subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import vitcourse; print(vitcourse.__file__)"],
+        cwd="/", capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    rows = list(csv.DictReader((tmp_path / "out" / "grades.csv").open()))
+    assert [r["status"] for r in rows] == ["passed"] * 4, rows

@@ -7,6 +7,7 @@ packed answers; the slow ones grade small notebooks named like the course's, in 
 """
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import nbformat
 import pytest
 
 from tests.conftest import need, need_sandbox
-from vitcourse import grading, sandbox
+from vitcourse import grade_solutions, gradebook, grading, sandbox
 from vitcourse.grade_worker import _defined, _definition
 from vitcourse.grading import Limits
 
@@ -220,7 +221,9 @@ def test_one_notebook_graded(tmp_path, sources, limits, expected):
     graded = grading.grade_notebook("ada", "01_patches", data, tmp_path, limits, work=tmp_path)
     assert {g.exercise: (g.status, g.hint) for g in graded} == expected
     if sources is not None:
-        ran = nbformat.read(tmp_path / "executed" / "ada" / "01_patches.ipynb", as_version=4)
+        ran = nbformat.read(
+            tmp_path / "executed" / gradebook.file_name("ada") / "01_patches.ipynb", as_version=4
+        )
         assert [c.source for c in ran.cells[1:]] == sources  # the student's cells only
 
 
@@ -229,7 +232,7 @@ def test_the_answer_runs_where_the_solution_is_not(tmp_path):
     """In the copy of the package an answer runs with, the exercise's solution is a stub: called,
     built or subclassed, it raises UsesCourseSolution; the rest of the package works."""
     need_sandbox()
-    copy = grading.package_without("MultiHeadSelfAttention", tmp_path)
+    copy = grade_solutions.package_without("MultiHeadSelfAttention", tmp_path)
     source = (copy / "attention.py").read_text()
     assert "raise UsesCourseSolution('vitcourse.attention.MultiHeadSelfAttention')" in source
     assert "def scaled_dot_product_attention" in source  # the other exercise's is there
@@ -266,7 +269,7 @@ def test_every_solution_can_be_removed(tmp_path, name):
     and its solution raises UsesCourseSolution there."""
     import subprocess
 
-    copy = grading.package_without(name, tmp_path)
+    copy = grade_solutions.package_without(name, tmp_path)
     reference = grading.EXERCISES[name].reference
     code = (
         "import importlib, vitcourse.checks, vitcourse.grade_probe\n"
@@ -299,3 +302,18 @@ def test_without_the_sandbox_the_same_verdicts(tmp_path):
         ("passed", ""),
         ("not attempted", "unpatchify uses the cour"),
     ]
+
+
+def test_outputs_are_read_only_as_small_regular_files(tmp_path):
+    """What a sandbox left where the grader reads: a folder, a FIFO, a link, JSON nested 50,000
+    deep, a file chmodded to 000 (for a teacher without root): none of them raises, none is read."""
+    (tmp_path / "run.json").mkdir()
+    os.mkfifo(tmp_path / "fifo")
+    os.symlink("/etc/passwd", tmp_path / "link")
+    (tmp_path / "deep").write_text("[" * 50_000 + "]" * 50_000)
+    (tmp_path / "big").write_text("x" * 101)
+    for name in ("run.json", "fifo", "link", "big"):
+        assert grading._read_output(tmp_path / name, 100) is None, name
+    assert grading._read_json(tmp_path / "deep", 2**20) is None
+    (tmp_path / "ok").write_text('{"kind": "x"}')
+    assert grading._read_json(tmp_path / "ok", 100) == {"kind": "x"}

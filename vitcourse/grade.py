@@ -33,7 +33,6 @@ import importlib.util
 import json
 import os
 import re
-import shutil
 import stat
 import sys
 import tempfile
@@ -49,6 +48,9 @@ from vitcourse.gradebook import STATUSES, Grade, summarise  # noqa: F401 - this 
 from vitcourse.grading import Limits, exercises_by_notebook, grade_notebook, match_notebook
 
 MAX_NOTEBOOK_BYTES = 100 * 2**20
+MAX_DEPTH = 8  # folders within a student's folder that are looked into
+MAX_ENTRIES = 2_000  # files and folders looked at in one student's folder
+MAX_ANSWER_CHARS = 20_000  # an answer's source compared with others (longer: not compared)
 
 
 def _skip_reason(path: Path) -> str | None:
@@ -77,28 +79,12 @@ def find_submissions(root: Path) -> tuple[dict[str, dict[str, Path]], list[str]]
         if why:
             skipped.append(f"{entry.name}: {why} (expected SUBMISSIONS/<student>/)")
             continue
-        copies: dict[str, list[Path]] = {}
-        for folder, dirs, files in os.walk(entry):  # links to folders are listed, not entered
-            for name in sorted(dirs + files):
-                path = Path(folder) / name
-                why = _skip_reason(path)
-                if why or name in dirs:
-                    if why:
-                        skipped.append(f"{path.relative_to(root)}: {why}")
-                        if name in dirs:
-                            dirs.remove(name)
-                    continue
-                notebook = match_notebook(name) if path.suffix == ".ipynb" else None
-                if notebook is None or not stat.S_ISREG(path.lstat().st_mode):
-                    skipped.append(
-                        f"{path.relative_to(root)}: not a course notebook with exercises"
-                    )
-                else:
-                    copies.setdefault(notebook, []).append(path)
-        students[entry.name] = {}
+        copies = _notebooks_in(entry, root, skipped)
+        student = gradebook.student_name(entry.name)
+        students[student] = {}
         for notebook, paths in sorted(copies.items()):
             newest = max(paths, key=lambda p: p.lstat().st_mtime)
-            students[entry.name][notebook] = newest
+            students[student][notebook] = newest
             for other in paths:
                 if other != newest:
                     skipped.append(
@@ -106,6 +92,41 @@ def find_submissions(root: Path) -> tuple[dict[str, dict[str, Path]], list[str]]
                         f"{newest.relative_to(root)}"
                     )
     return students, skipped
+
+
+def _notebooks_in(folder: Path, root: Path, skipped: list[str]) -> dict[str, list[Path]]:
+    """{notebook: [its copies]} in one student's folder, walked without recursion, links not
+    entered, at most MAX_DEPTH folders deep and MAX_ENTRIES entries; what is not graded is added
+    to `skipped`, with why."""
+    copies: dict[str, list[Path]] = {}
+    todo, seen = [(folder, 0)], 0
+    while todo:
+        here, depth = todo.pop()
+        try:
+            names = sorted(os.listdir(here))
+        except OSError as e:
+            skipped.append(f"{here.relative_to(root)}: cannot be read ({type(e).__name__})")
+            continue
+        for name in names:
+            path, seen = here / name, seen + 1
+            if seen > MAX_ENTRIES:
+                skipped.append(f"{folder.relative_to(root)}: more than {MAX_ENTRIES} files; "
+                               "the rest were not looked at")  # fmt: skip
+                return copies
+            why, info = _skip_reason(path), path.lstat()
+            if why is None and stat.S_ISDIR(info.st_mode):
+                why = f"more than {MAX_DEPTH} folders deep" if depth >= MAX_DEPTH else None
+                if why is None:
+                    todo.append((path, depth + 1))
+                    continue
+            notebook = match_notebook(name) if path.suffix == ".ipynb" else None
+            if why is None and (notebook is None or not stat.S_ISREG(info.st_mode)):
+                why = "not a course notebook with exercises"
+            if why:
+                skipped.append(f"{path.relative_to(root)}: {why}")
+            else:
+                copies.setdefault(notebook, []).append(path)
+    return copies
 
 
 def read_submission(path: Path) -> bytes:
@@ -134,17 +155,29 @@ def _answers(data: bytes, notebook: str) -> dict[str, str]:
         cells = json.loads(data)["cells"]
         sources = ["".join(c["source"]) if isinstance(c["source"], list) else str(c["source"])
                    for c in cells if c.get("cell_type") == "code"]  # fmt: skip
-    except (ValueError, KeyError, TypeError, AttributeError):
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError, MemoryError):
         return {}
     found = {}
     for name in exercises_by_notebook()[notebook]:
         defines = rf"^[ \t]*(?:def|class)\s+{name}\b|^{name}\s*=(?!\s*check_)"
         for source in sources:  # the last cell that defines it, as the grader keeps it
             if re.search(defines, source, re.M):
-                found[name] = gradebook.normalised(source, name)
+                found[name] = _normalised(source, name)
         if found.get(name) is None or "raise NotImplementedError" in found[name]:
             found.pop(name, None)  # an open exercise is not an answer to compare
     return found
+
+
+def _normalised(source: str, name: str) -> str | None:
+    """An answer's normalised source, for `similar.md`; None for one too long or too deeply
+    nested to parse here (`1+1+...` 5,000 times), which is then compared with nothing."""
+    if len(source) > MAX_ANSWER_CHARS:
+        return None
+    try:
+        found = gradebook.normalised(source, name)
+    except (RecursionError, MemoryError, ValueError, TypeError):
+        return None
+    return found if found is None or len(found) <= MAX_ANSWER_CHARS else None
 
 
 def grade_class(
@@ -165,7 +198,7 @@ def grade_class(
     submissions, out = Path(submissions).absolute(), Path(out).absolute()
     students, skipped = find_submissions(submissions)
     for message in skipped:
-        print(f"skipped {message}")
+        print(f"skipped {gradebook.printable(message)}")
     expected = notebooks or sorted({nb for handed in students.values() for nb in handed})
     out.mkdir(parents=True, exist_ok=True)
     journal = out / "journal.jsonl"
@@ -173,40 +206,46 @@ def grade_class(
         if journal.exists():
             os.replace(journal, out / "journal.previous.jsonl")
         for folder in ("executed", "feedback"):  # the grader's own outputs of an earlier run
-            shutil.rmtree(out / folder, ignore_errors=True)
+            sandbox.remove_tree(out / folder)
     done = {(r["student"], r["notebook"], r["sha256"]): r for r in gradebook.read(journal)}
-    work = Path(tempfile.mkdtemp(prefix="vitcourse-class-"))
-    work.chmod(0o700)
+    for stale in out.glob(".work-*"):  # left by a grader that was killed: never /tmp
+        sandbox.remove_tree(stale)
+    work = Path(tempfile.mkdtemp(prefix=".work-", dir=out))
     todo = [(s, nb, p) for s, handed in students.items() for nb, p in handed.items()]
-    with (
-        ThreadPoolExecutor(max_workers=max(1, jobs)) as pool,
-        tqdm(total=len(todo), desc="grading", unit="notebook") as bar,
-    ):
-        futures = [pool.submit(_grade_one, s, nb, p, out, limits, quick, use_sandbox, work, done)
-                   for s, nb, p in todo]  # fmt: skip
-        for future in as_completed(futures):
-            future.result()
-            bar.update()
-    shutil.rmtree(work, ignore_errors=True)
+    try:
+        with (
+            ThreadPoolExecutor(max_workers=max(1, jobs)) as pool,
+            tqdm(total=len(todo), desc="grading", unit="notebook") as bar,
+        ):
+            futures = [pool.submit(_grade_one, s, nb, p, out, limits, quick, use_sandbox, work,
+                                   done) for s, nb, p in todo]  # fmt: skip
+            for future in as_completed(futures):
+                future.result()
+                bar.update()
+    finally:
+        sandbox.remove_tree(work)
     return _report(students, expected, skipped, journal, out)
 
 
 def _grade_one(student, notebook, path, out, limits, quick, use_sandbox, work, done) -> None:
     """Grade one notebook (unless the journal has it already, for these very bytes) and append
     it to the journal."""
+    data = b""
     try:
         data = read_submission(path)
-    except OSError as e:
-        grades = [Grade(student, notebook, n, "error", f"the file could not be read ({e})")
-                  for n in exercises_by_notebook()[notebook]]  # fmt: skip
-        data = b""
-    else:
         if (student, notebook, _digest(data)) in done:
             return
         grades = grade_notebook(student, notebook, data, out, limits, quick, use_sandbox, work)
+        answers = _answers(data, notebook)
+    except Exception as e:  # noqa: BLE001 - one notebook ends in a status, never stops the class
+        why = gradebook.printable(" ".join(f"{type(e).__name__}: {e}".split()))[:300]
+        why = f"the grader could not grade this notebook ({why})"
+        grades = [Grade(student, notebook, n, "error", why)
+                  for n in exercises_by_notebook()[notebook]]  # fmt: skip
+        answers = {}
     record = {"student": student, "notebook": notebook, "sha256": _digest(data),
               "path": str(path), "grades": [asdict(g) for g in grades],
-              "answers": _answers(data, notebook)}  # fmt: skip
+              "answers": answers}  # fmt: skip
     gradebook.append(out / "journal.jsonl", record)
 
 
@@ -298,6 +337,21 @@ def main(argv: list[str] | None = None) -> None:
         parser.exit(2, f"error: {e}\n")
     print(summarise(grades, skipped))
     print(f"{len(grades)} grades in {args.out / 'grades.csv'}, feedback in {args.out / 'feedback'}")
+    failure = same_failure(grades)
+    if failure:
+        parser.exit(3, f"error: every notebook failed the same way ({failure}): that is the "
+                    "grader's set-up, not the students' work; fix it and grade again\n")  # fmt: skip
+
+
+def same_failure(grades: list[Grade]) -> str | None:
+    """The one reason every graded notebook of the class is an error for, where there are at
+    least two notebooks and one reason (a package the sandbox cannot see, a broken install)."""
+    graded = [g for g in grades if g.hint != "not handed in"]
+    notebooks = {(g.student, g.notebook) for g in graded}
+    reasons = {g.hint for g in graded}
+    if len(notebooks) >= 2 and len(reasons) == 1 and all(g.status == "error" for g in graded):
+        return gradebook.printable(reasons.pop())[:300]
+    return None
 
 
 if __name__ == "__main__":

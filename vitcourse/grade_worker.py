@@ -32,7 +32,7 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 
-from vitcourse.grading import Limits, exercises_by_notebook, match_notebook
+from vitcourse.grading import STARTUP_SECONDS, Limits, exercises_by_notebook, match_notebook
 
 # The errors of a cell that never ran: what it defines is an error, not a wrong answer.
 COMPILE_ERRORS = ("SyntaxError", "IndentationError", "TabError")
@@ -77,6 +77,7 @@ class Kernel:
             kernel_name="python3",
             allow_errors=True,
             interrupt_on_timeout=True,
+            startup_timeout=STARTUP_SECONDS,  # a kernel starts slowly on a busy machine
             timeout_func=lambda cell: self.seconds.get(id(cell), limits.check),
             resources={"metadata": {"path": folder}},
         )
@@ -125,15 +126,17 @@ def run_notebook(path: Path, out: Path, limits: Limits = Limits()) -> dict:  # n
         nb = nbformat.read(path, as_version=4)
     except Exception as e:  # noqa: BLE001 - not JSON, not a notebook; never quote its contents
         return {"unreadable": f"the file is not a readable notebook ({type(e).__name__})"}
-    deadline = time.monotonic() + limits.notebook  # starting the kernel counts too
+    # Starting the kernel and the cells before the first exercise (the imports) get the start-up
+    # allowance: how fast this machine imports torch is no student's doing.
+    deadline = time.monotonic() + limits.notebook + STARTUP_SECONDS
     folder = tempfile.TemporaryDirectory(prefix="vitcourse-grade-")
     kernel = Kernel(nb, limits, folder.name, limits.cell_output_bytes)
     definitions: dict[str, str] = {}
-    stopped, reached = None, False
+    stopped, killed, reached = None, None, False
     kernel.client.reset_execution_trackers()
     try:
         with kernel.client.setup_kernel():
-            run_student_cells(kernel, names, deadline, out / "defs", definitions)
+            deadline = run_student_cells(kernel, names, deadline, out / "defs", definitions)
             reached = time.monotonic() < deadline
             if reached:  # again, with the notebook's final globals
                 kernel.where = "keeping the definitions"
@@ -141,27 +144,33 @@ def run_notebook(path: Path, out: Path, limits: Limits = Limits()) -> dict:  # n
                 kernel.run(_keep_source(kept, out / "defs", again=True))
     except DeadKernelError:
         stopped = kernel.where or "a cell"
+        killed = stopped if kernel.killed else None  # by the time limit, not by a crash
     finally:
         folder.cleanup()
     kernel.remove_own_cells()
     nbformat.write(nb, out / "executed.ipynb")
-    return {"definitions": definitions, "reached": reached, "stopped": stopped}
+    return {"definitions": definitions, "reached": reached, "stopped": stopped, "killed": killed}
 
 
 def run_student_cells(
     kernel: Kernel, names: list[str], deadline: float, defs: Path, definitions: dict[str, str]
-) -> None:
+) -> float:
     """Run the student's code cells in order until `deadline`, keeping what each exercise's
     name holds after its cell; fill `definitions`: {exercise: "ok", "timeout:cell N" or the error
-    that kept its cell from running}. Exercises no cell defines are left out."""
+    that kept its cell from running}. Exercises no cell defines are left out. Returns the
+    deadline: the notebook's time counts from its first exercise on (start-up is allowed apart)."""
     cells = list(kernel.nb.cells)  # the student's cells, before the grader adds its own
+    starting = True  # until the first cell that defines an exercise: the start-up allowance
     for index, cell in enumerate(cells):
         if cell.cell_type != "code" or time.monotonic() >= deadline:
             continue
         where = f"cell {index + 1}"
         kernel.where = where  # until it returns
-        limit = min(deadline - time.monotonic(), kernel.limits.cell)
         defined = _defined(cell.source, names)
+        if starting and defined:  # start-up is over: the notebook's own time begins
+            starting, deadline = False, min(deadline, time.monotonic() + kernel.limits.notebook)
+        allowed = kernel.limits.cell + (STARTUP_SECONDS if starting else 0)
+        limit = min(deadline - time.monotonic(), allowed)
         try:
             timed_out = kernel.execute(cell, index, limit)
         except DeadKernelError:
@@ -174,6 +183,7 @@ def run_student_cells(
             kernel.where = f"keeping what {where} defines"
             kernel.run(_keep_source(defined, defs))
         kernel.where = None
+    return deadline
 
 
 def _keep_source(names: list[str], defs: Path, again: bool = False) -> str:
@@ -216,6 +226,8 @@ def _definition(cell, where: str, timed_out: bool) -> str:
     error = _error(cell)
     if error and error[0] in COMPILE_ERRORS:
         return f"{error[1]} ({where})"
+    if error and error[0] == "UsesCourseSolution":  # subclassed or called the stubbed solution
+        return "uses the course's solution"
     return "ok"
 
 

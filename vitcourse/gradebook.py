@@ -22,6 +22,7 @@ import ast
 import collections
 import csv
 import difflib
+import hashlib
 import html
 import inspect
 import json
@@ -76,23 +77,50 @@ def read(journal: Path) -> list[dict]:
 # --- escaping ----------------------------------------------------------------------------------
 
 
+def _escape(char: str) -> str:
+    code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8 (a name from a Windows zip)
+        return f"\\x{code - 0xDC00:02x}"
+    if code < 0x80:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def printable(text: str) -> str:
+    """`text` with every character a terminal or an editor would act on, or hide, written as an
+    escape: control characters (ESC starts the sequences that rewrite a terminal), right-to-left
+    and other invisible format marks, line breaks, and the bytes of a name that was not UTF-8."""
+    return "".join(c if c.isprintable() else _escape(c) for c in str(text))
+
+
+def student_name(raw: str) -> str:
+    """A student folder's name (as the file system gave it: bytes that are not UTF-8 come as
+    surrogates) as text that can be printed and written anywhere; two different names stay
+    different (backslashes are doubled first)."""
+    return printable(raw.replace("\\", "\\\\"))
+
+
 def cell(text: str) -> str:
-    """A CSV cell a spreadsheet shows as text: one starting with =, +, -, @ or a control character
-    would be read as a formula, so it gets a leading apostrophe."""
-    text = str(text)
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r", "\n") else text
+    """A CSV cell a spreadsheet shows as text: one starting with =, +, -, @ would be read as a
+    formula, so it gets a leading apostrophe. Control characters are escaped, and the CSV files
+    quote every text cell, so a `;` or a tab inside one never starts another cell (`x;=1+2`)."""
+    text = printable(text)
+    return "'" + text if text[:1] in ("=", "+", "-", "@") else text
 
 
 def markdown(text: str) -> str:
     """Text shown as itself in Markdown: HTML escaped, markup characters backslashed."""
-    text = html.escape(" ".join(str(text).split()), quote=False)
+    text = html.escape(printable(" ".join(str(text).split())), quote=False)
     return re.sub(r"([\\`*_\[\]|#!])", r"\\\1", text)
 
 
 def file_name(student: str) -> str:
-    """A safe file name for a student's feedback."""
-    safe = re.sub(r"[^\w.-]", "_", student).lstrip(".") or "student"
-    return safe[:80]
+    """A file name of the student's own: readable, and distinct for every student even on a disk
+    that ignores case or cuts names short (`ann smith`, `ann_smith` and `Ann_Smith` differ in the
+    hash of the whole name)."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", student).lstrip(".") or "student"
+    digest = hashlib.sha256(student.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{safe[:60]}-{digest}"
 
 
 def one_line(text: str) -> str:
@@ -107,12 +135,13 @@ def write_reports(grades: list[Grade], skipped: list[str], similar: list[str], o
     """Write grades.csv, gradebook.csv, feedback/, summary.md and similar.md; return the summary."""
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "grades.csv", "w", newline="", encoding="utf-8") as f:
-        writer = csv.writer(f)
+        writer = csv.writer(f, quoting=csv.QUOTE_NONNUMERIC)
         columns = ["student", "notebook", "exercise", "status", "points", "hint", "flags"]
         writer.writerow(columns)
         for g in grades:
             row = asdict(g) | {"points": int(g.status == "passed")}
-            writer.writerow([cell(row[c]) for c in columns])
+            row["hint"] = one_line(row["hint"])
+            writer.writerow([row[c] if c == "points" else cell(row[c]) for c in columns])
     write_gradebook(grades, out / "gradebook.csv")
     (out / "feedback").mkdir(exist_ok=True)
     for student in sorted({g.student for g in grades}):
@@ -129,12 +158,14 @@ def write_reports(grades: list[Grade], skipped: list[str], similar: list[str], o
                 lines.append(f"- {MARKS[g.status]} **{g.exercise}**: {g.status}")
                 if g.hint:
                     lines.append(f"  - {markdown(one_line(g.hint))}")
-        (out / "feedback" / f"{file_name(student)}.md").write_text("\n".join(lines) + "\n")
+        (out / "feedback" / f"{file_name(student)}.md").write_text(
+            "\n".join(lines) + "\n", encoding="utf-8"
+        )
     summary = summarise(grades, skipped)
-    (out / "summary.md").write_text(summary)
+    (out / "summary.md").write_text(summary, encoding="utf-8")
     text = ["# Similar answers", ""]
     text += [f"- {line}" for line in similar] or ["No two answers are alike beyond chance."]
-    (out / "similar.md").write_text("\n".join(text) + "\n")
+    (out / "similar.md").write_text("\n".join(text) + "\n", encoding="utf-8")
     return summary
 
 
@@ -145,7 +176,7 @@ def write_gradebook(grades: list[Grade], path: Path) -> None:
     for g in grades:
         points[g.student][g.exercise] = int(g.status == "passed")
     with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = csv.writer(f)
+        writer = csv.writer(f, quoting=csv.QUOTE_NONNUMERIC)
         writer.writerow(["student", *(f"{EXERCISES[n].notebook} {n}" for n in order), "total"])
         for student in sorted(points):
             row = [points[student].get(n, 0) for n in order]

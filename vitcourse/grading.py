@@ -16,15 +16,13 @@ link) under a size limit, and a forged or broken file is an error, never a pass.
 
 from __future__ import annotations
 
-import ast
 import json
+import os
 import re
 import secrets
-import shutil
 import stat
 import sys
 import tempfile
-import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -33,10 +31,18 @@ import torch
 from vitcourse import gradebook, sandbox
 from vitcourse.checks import EXERCISES
 from vitcourse.checks.harness import CheckFailed, WeightsMismatch
+from vitcourse.grade_solutions import carries_solution, package_without
 from vitcourse.gradebook import Grade
 
 KERNEL_SECONDS = 60  # allowance for starting and stopping a kernel
-PROBE_SECONDS = 20  # allowance for starting Python and torch before an answer runs
+# Allowance for starting Python and importing torch, matplotlib and the package: on a cold or busy
+# machine that alone can take a minute, and it is no student's time (a notebook's first cells,
+# before the first exercise, get it too: see `grade_worker`).
+STARTUP_SECONDS = 120
+GRADER_FAULT = (
+    "the checker's sandbox did not import the course's package without the solution "
+    "(the grader's set-up, not the student: is the course or its environment hidden there?)"
+)
 
 
 @dataclass(frozen=True)
@@ -72,73 +78,34 @@ def match_notebook(filename: str) -> str | None:
 
 
 def _read_output(path: Path, limit: int) -> bytes | None:
-    """A file a sandbox wrote: only a regular file (never a link), at most `limit` bytes."""
+    """A file a sandbox wrote: only a regular file (never a link, a FIFO or a folder), at most
+    `limit` bytes, or None (also when it cannot be read: a student may chmod it to 000)."""
     try:
-        info = path.lstat()
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
-    if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # a folder named run.json, a FIFO
+            return None
+        with os.fdopen(os.dup(fd), "rb") as f:
+            data = f.read(limit + 1)
+    except OSError:
         return None
-    return path.read_bytes()
+    finally:
+        os.close(fd)
+    return data if len(data) <= limit else None
 
 
-# --- the course's package, less one solution ---------------------------------------------------
-
-_copies: dict[tuple[str, Path], Path] = {}  # (exercise, folder) -> the copy made there
-_copies_lock = threading.Lock()
-
-
-def package_without(name: str, folder: Path) -> Path:
-    """A copy of the `vitcourse` package in which the course's solution to exercise `name` is a
-    stub raising `UsesCourseSolution`: a class that cannot be built or subclassed, a function
-    that cannot be called. The rest of the package is as it is."""
-    with _copies_lock:
-        if (name, folder) in _copies and _copies[name, folder].exists():
-            return _copies[name, folder]
-        reference = EXERCISES[name].reference
-        copy = folder / f"without-{name}" / "vitcourse"
-        shutil.copytree(
-            sandbox.package_dir(),
-            copy,
-            ignore=shutil.ignore_patterns("__pycache__"),
-            dirs_exist_ok=True,
-        )
-        module = copy.joinpath(*reference.__module__.split(".")[1:]).with_suffix(".py")
-        lines = module.read_text().splitlines(keepends=True)
-        (node,) = [
-            n for n in ast.parse("".join(lines)).body
-            if isinstance(n, ast.FunctionDef | ast.ClassDef) and n.name == reference.__name__
-        ]  # fmt: skip
-        first = min([node.lineno] + [d.lineno for d in node.decorator_list]) - 1
-        module.write_text(
-            "".join(lines[:first]) + _stub(node, reference) + "".join(lines[node.end_lineno :])
-        )
-        _copies[name, folder] = copy
-        return copy
-
-
-def _stub(node: ast.FunctionDef | ast.ClassDef, reference) -> str:
-    where = f"{reference.__module__}.{reference.__name__}"
-    refuse = (
-        "        from vitcourse.checks.harness import UsesCourseSolution\n\n"
-        f"        raise UsesCourseSolution({where!r})\n"
-    )
-    if isinstance(node, ast.FunctionDef):
-        return f"def {node.name}(*args, **kwargs):\n" + refuse.replace("        ", "    ")
-    # A subclass in the package itself (DistilledViT) may stay; one elsewhere is refused at once.
-    # Either way nothing of the solution is left to inherit, and building one is refused.
-    bases = ", ".join(ast.unparse(b) for b in node.bases)
-    constants = "".join(  # class attributes the package reads (a model's `architecture` name)
-        f"    {ast.unparse(n)}\n" for n in node.body
-        if isinstance(n, ast.Assign | ast.AnnAssign) and isinstance(n.value, ast.Constant)
-    )  # fmt: skip
-    return (
-        f"class {node.name}({bases}):\n" + constants +
-        "    def __init_subclass__(cls, **kwargs):\n"
-        "        if not cls.__module__.startswith('vitcourse.'):\n"
-        + refuse.replace("        ", "            ") +
-        "    def __init__(self, *args, **kwargs):\n" + refuse
-    )  # fmt: skip
+def _read_json(path: Path, limit: int) -> object:
+    """The JSON value in a file a sandbox wrote, or None: unreadable, not JSON, or nested too deep
+    for Python's parser (a RecursionError is the student's doing, not the grader's)."""
+    data = _read_output(path, limit)
+    if data is None:
+        return None
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError, MemoryError):
+        return None
 
 
 # --- one notebook ------------------------------------------------------------------------------
@@ -154,42 +121,49 @@ def grade_notebook(
     use_sandbox: bool = True,
     work: Path | None = None,
 ) -> list[Grade]:
-    """Grade one submitted notebook (its bytes); never raises for the student's faults."""
+    """Grade one submitted notebook (its bytes); never raises for the student's faults. `work`:
+    the class's private folder (the stubbed packages are made there once); default, a new one."""
+    own = work is None
+    work = Path(tempfile.mkdtemp(prefix="vitcourse-class-")) if own else work
+    tmp = Path(tempfile.mkdtemp(prefix="grade-", dir=work))
+    try:
+        return _grade_in(student, notebook, data, out, limits, quick, use_sandbox, tmp)
+    finally:  # whatever the sandbox left there, however deep or locked
+        sandbox.remove_tree(work if own else tmp)
+
+
+def _grade_in(student, notebook, data, out, limits, quick, use_sandbox, tmp: Path) -> list[Grade]:
     names = exercises_by_notebook()[notebook]
-    work = work or Path(tempfile.gettempdir())
-    with tempfile.TemporaryDirectory(prefix="vitcourse-grade-", dir=work) as tmp:
-        given, ran = Path(tmp) / "given", Path(tmp) / "ran"
-        given.mkdir()
-        (given / f"{notebook}.ipynb").write_bytes(data)
-        box = sandbox.Box(
-            seconds=limits.notebook + KERNEL_SECONDS, memory_gb=limits.memory_gb,
-            processes=limits.processes, output_mb=limits.output_mb, data=True,
-        )  # fmt: skip
-        env = {"VITCOURSE_QUICK": "1" if quick else "0"}
-        env["VITCOURSE_PROGRESS"] = "/tmp/home/progress.json" if use_sandbox else str(given / "p")
-        inside = sandbox.INSIDE
-        command = [sys.executable, "-m", "vitcourse.grade_worker", f"{inside}/in/{notebook}.ipynb",
-                   f"{inside}/out", json.dumps(asdict(limits))]  # fmt: skip
-        done = sandbox.run(command, given, ran, box, use_sandbox, env)
-        executed = _read_output(ran / "executed.ipynb", int(limits.output_mb * 2**20))
-        if executed is not None:
-            target = out / "executed" / gradebook.file_name(student) / f"{notebook}.ipynb"
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(executed)
-        try:
-            run = json.loads(_read_output(ran / "run.json", 2**20) or b"null")
-        except ValueError:
-            run = None
-        if done.broke or not isinstance(run, dict):
-            why = _broken(done, limits)
-            status = "timeout" if done.broke == "time" else "error"
-            return [Grade(student, notebook, name, status, why) for name in names]
-        if "unreadable" in run:
-            return [Grade(student, notebook, n, "error", str(run["unreadable"])) for n in names]
-        return [
-            Grade(student, notebook, name, *judge(name, run, ran / "defs", Path(tmp), limits, use_sandbox))
-            for name in names
-        ]  # fmt: skip
+    given, ran = tmp / "given", tmp / "ran"
+    given.mkdir()
+    (given / f"{notebook}.ipynb").write_bytes(data)
+    box = sandbox.Box(
+        seconds=limits.notebook + KERNEL_SECONDS + STARTUP_SECONDS, memory_gb=limits.memory_gb,
+        processes=limits.processes, output_mb=limits.output_mb, data=True,
+        package=package_without(names, tmp.parent),  # nothing of the solutions to pickle
+    )  # fmt: skip
+    env = {"VITCOURSE_QUICK": "1" if quick else "0"}
+    env["VITCOURSE_PROGRESS"] = "/tmp/home/progress.json" if use_sandbox else str(given / "p")
+    inside = sandbox.INSIDE
+    command = [sys.executable, "-m", "vitcourse.grade_worker", f"{inside}/in/{notebook}.ipynb",
+               f"{inside}/out", json.dumps(asdict(limits))]  # fmt: skip
+    done = sandbox.run(command, given, ran, box, use_sandbox, env)
+    executed = _read_output(ran / "executed.ipynb", int(limits.output_mb * 2**20))
+    if executed is not None:
+        target = out / "executed" / gradebook.file_name(student) / f"{notebook}.ipynb"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(executed)
+    run = _read_json(ran / "run.json", 2**20)
+    if done.broke or not isinstance(run, dict):
+        why = _broken(done, limits)
+        status = "timeout" if done.broke == "time" else "error"
+        return [Grade(student, notebook, name, status, why) for name in names]
+    if "unreadable" in run:
+        return [Grade(student, notebook, n, "error", str(run["unreadable"])[:300]) for n in names]
+    return [
+        Grade(student, notebook, name, *judge(name, run, ran / "defs", tmp, limits, use_sandbox))
+        for name in names
+    ]
 
 
 def _broken(done: sandbox.Ran, limits: Limits) -> str:
@@ -197,7 +171,9 @@ def _broken(done: sandbox.Ran, limits: Limits) -> str:
         "time": f"the notebook ran past its {limits.notebook:.0f} s",
         "memory": f"the notebook used more than {limits.memory_gb:g} GB of memory",
         "processes": f"the notebook started more than {limits.processes} processes",
-        "output": f"the notebook wrote more than {limits.output_mb:g} MB",
+        "output": f"the notebook wrote more than {limits.output_mb:g} MB, more than "
+        f"{sandbox.MAX_ENTRIES:,} files and folders, or more than "
+        f"{sandbox.STDERR_BYTES // 2**20} MB of errors",
         None: "the grader's process for this notebook failed: "
         + (done.stderr.strip().splitlines() or ["no message"])[-1][:300],
     }[done.broke]
@@ -210,12 +186,12 @@ def judge(
     definitions = run.get("definitions") or {}
     definition = definitions.get(name) if isinstance(definitions, dict) else None
     if definition is None:
+        if run.get("killed"):  # the time limit's kill, not a crash
+            where = str(run["killed"])[:80]
+            return "timeout", f"{where} ran past its time limit before {name} was defined", ""
         if run.get("stopped"):
-            return (
-                "error",
-                f"the kernel stopped in {str(run['stopped'])[:80]} before {name} was defined",
-                "",
-            )
+            where = str(run["stopped"])[:80]
+            return "error", f"the kernel stopped in {where} before {name} was defined", ""
         if run.get("reached"):
             return "not attempted", f"no cell defines {name}", ""
         return "timeout", f"the notebook did not reach {name} in {limits.notebook:.0f} s", ""
@@ -223,17 +199,18 @@ def judge(
     if definition.startswith("timeout:"):
         where = definition.split(":", 1)[1]
         return "timeout", f"the {where} defining {name} ran past {limits.cell:.0f} s", ""
+    if definition == "uses the course's solution":
+        return _outcome(name, definition, "")
     if definition != "ok":
         return "error", definition, ""
     answer = _read_output(defs / f"{name}.pkl", int(limits.output_mb * 2**20))
     if answer is None:
         if _read_output(defs / f"{name}.err", 200) is not None:
-            return (
-                "error",
-                f"what {name} holds cannot be handed to the checker (it could not be pickled)",
-                "",
-            )
+            why = f"what {name} holds cannot be handed to the checker (it could not be pickled)"
+            return "error", why, ""
         return "error", f"its cell ran but did not define {name}", ""
+    if carries_solution(answer, [name]):
+        return "not attempted", f"{name} carries the course's own solution's code, not yours", ""
     return probe(name, answer, work, limits, use_sandbox)
 
 
@@ -247,8 +224,8 @@ def probe(
     given.mkdir(parents=True)
     (given / "answer.pkl").write_bytes(answer)
     torch.save(inputs, given / "inputs.pt")
-    box = sandbox.Box(
-        seconds=limits.check + PROBE_SECONDS, memory_gb=limits.memory_gb,
+    box = sandbox.Box(  # the answer's time counts once Python and torch are in (`started`)
+        seconds=limits.check, memory_gb=limits.memory_gb, startup=STARTUP_SECONDS,
         processes=limits.processes, output_mb=limits.output_mb,
         package=package_without(name, work.parent),
     )  # fmt: skip
@@ -256,23 +233,17 @@ def probe(
                f"{sandbox.INSIDE}/out"]  # fmt: skip
     done = sandbox.run(command, given, ran, box, use_sandbox)
     if done.broke == "time":
-        return (
-            "timeout",
-            f"running {name} on the check's inputs took more than {limits.check:.0f} s: an endless loop?",
-            "",
-        )
+        why = f"running {name} on the check's inputs took more than {limits.check:.0f} s"
+        return "timeout", why + ": an endless loop?", ""
     if done.broke:
         return "error", _broken(done, limits).replace("the notebook", f"{name}"), ""
-    try:
-        outcome = json.loads(_read_output(ran / "outcome.json", 2**16) or b"null")
-        packed = (
-            _read_output(ran / "answer.json", 2**20),
-            _read_output(ran / "answer.safetensors", 2**30),
-        )
-    except ValueError:
-        outcome, packed = None, (None, None)
+    outcome = _read_json(ran / "outcome.json", 2**16)
+    packed = (
+        _read_output(ran / "answer.json", 2**20),
+        _read_output(ran / "answer.safetensors", 2**30),
+    )
     if isinstance(outcome, dict):
-        return _outcome(name, str(outcome.get("kind")), str(outcome.get("detail", ""))[:2000])
+        return _outcome(name, str(outcome.get("kind")), str(outcome.get("detail", ""))[:300])
     if None in packed:
         return (
             "error",
@@ -298,4 +269,6 @@ def _outcome(name: str, kind: str, detail: str) -> tuple[str, str, str]:
         failed = WeightsMismatch(detail)
         failed.exercise = name
         return "wrong", str(failed), failed.hint
-    return "error", detail or f"{name} failed", ""
+    if kind == "no stub":
+        return "error", GRADER_FAULT, ""
+    return "error", gradebook.printable(detail) or f"{name} failed", ""

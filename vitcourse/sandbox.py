@@ -10,7 +10,9 @@
   to a private, size-limited `/tmp` (its HOME too) and to the one folder it is given, which the
   grader reads afterwards. Never the teacher's home, the solutions, or the other submissions.
 - **Limits**, for all its processes together, watched from outside every 0.2 s: wall time, memory
-  (resident, summed over its processes), number of processes and the size of its output folder.
+  (resident, summed over its processes, plus what its /tmp and /dev/shm hold: see
+  `vitcourse.sandbox_memory`), number of processes, and its output folder's size and number of
+  files and folders, and its error stream's size.
   Each process also gets kernel limits that stop a single runaway at once: address space (the
   memory limit plus `VIRTUAL_ROOM_GB`), file size, no core files, and a number of processes (which Linux does not apply to root).
 - **Without bubblewrap** (`sandbox=False`, the grader's `--no-sandbox`), the same command runs as
@@ -31,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import vitcourse
+from vitcourse.sandbox_memory import SHM_MB, memfd_filter, tmpfs_bytes
 
 EXPOSED = (
     "without a sandbox the students' code runs as you: it can read and change your files (your "
@@ -38,10 +41,12 @@ EXPOSED = (
     "network, and leave processes behind; only the time, memory and output limits apply"
 )
 POLL_SECONDS = 0.2
-INSIDE = Path("/grading")
+INSIDE = Path("/grading")  # where a sandbox finds its files (`in/`) and its output folder (`out/`)
 # Address space a process may map beyond the memory limit: torch's libraries reserve gigabytes
 # they never use. The memory limit itself is on resident memory, summed over the processes.
-VIRTUAL_ROOM_GB = 8  # where a sandbox finds its files (`in/`) and its output folder (`out/`)
+VIRTUAL_ROOM_GB = 8
+MAX_ENTRIES = 10_000  # files and folders an output folder may hold
+STDERR_BYTES = 4 * 2**20  # what a sandbox may write to its error stream (kept in a file here)
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,7 @@ class Box:
     tmp_mb: float = 512  # its private /tmp (HOME included)
     data: bool = False  # read the course's data folder (a notebook does; an answer does not)
     package: Path | None = None  # a copy of `vitcourse` to use instead of the installed one
+    startup: float = 0  # seconds for starting Python and its imports, until it writes `started`
 
 
 @dataclass(frozen=True)
@@ -113,11 +119,26 @@ def with_package(command: list[str], package: Path) -> list[str]:
 
 
 def _bwrap(
-    command: list[str], box: Box, given: Path, out: Path, passwd: Path, env: dict
+    command: list[str],
+    box: Box,
+    given: Path,
+    out: Path,
+    passwd: Path,
+    env: dict,
+    seccomp: int | None = None,
 ) -> list[str]:
     args = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     args += ["--uid", "1000", "--gid", "1000"]  # not the teacher, even where the grader is root
-    args += ["--clearenv", "--proc", "/proc", "--dev", "/dev"]
+    args += ["--clearenv", "--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev"]
+    # /dev's own tmpfs may hold half the machine's memory, unaccounted: read-only, with a small
+    # /dev/shm of its own (its use, and /tmp's, count towards the memory limit: see `_watch`).
+    args += ["--size", str(SHM_MB * 2**20), "--tmpfs", "/dev/shm"]
+    if seccomp is not None:  # memfd_create refused: pages never mapped escape any count
+        args += ["--seccomp", str(seccomp)]
+    # The private /tmp first, then the binds: a later tmpfs would hide a course or a virtual
+    # environment that lives under /tmp (every student would get "No module named vitcourse").
+    args += ["--size", str(int(box.tmp_mb * 2**20)), "--tmpfs", "/tmp", "--dir", "/tmp/home"]
+    args += ["--dir", "/tmp/work"]
     for root in _read_only_roots():
         if root.is_symlink():
             args += ["--symlink", os.readlink(root), str(root)]
@@ -128,8 +149,7 @@ def _bwrap(
         from vitcourse.environment import default_root
 
         args += ["--ro-bind", str(default_root().resolve()), str(default_root().resolve())]
-    args += ["--size", str(int(box.tmp_mb * 2**20)), "--tmpfs", "/tmp", "--dir", "/tmp/home"]
-    args += ["--dir", "/tmp/work", "--ro-bind", str(passwd), "/etc/passwd"]
+    args += ["--ro-bind", str(passwd), "/etc/passwd"]
     args += ["--ro-bind", str(given), str(INSIDE / "in"), "--bind", str(out), str(INSIDE / "out")]
     env = dict(env, HOME="/tmp/home", PATH=f"{Path(sys.executable).parent}:/usr/bin:/bin")
     env |= {"TMPDIR": "/tmp", "LANG": "C.UTF-8"}
@@ -210,16 +230,45 @@ def _resident_bytes(pids: list[int]) -> int:
     return total
 
 
+def folder_usage(folder: Path, most: int = MAX_ENTRIES) -> tuple[int, int]:
+    """(bytes, entries) under `folder`, links not followed: files, folders and anything else each
+    count as an entry (300,000 empty files are not "nothing"). The walk keeps its own list, not
+    Python's recursion, so a folder chain 1,500 deep costs nothing special, and it stops counting
+    once past `most` entries."""
+    total, entries, todo = 0, 0, [str(folder)]
+    while todo and entries <= most:
+        try:
+            with os.scandir(todo.pop()) as found:
+                for entry in found:
+                    entries += 1
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            todo.append(entry.path)
+                        else:
+                            total += entry.stat(follow_symlinks=False).st_size
+                    except OSError:
+                        pass
+        except OSError:
+            continue
+    return total, entries
+
+
 def folder_bytes(folder: Path) -> int:
     """The size of the files under `folder`, links not followed."""
-    total = 0
-    for directory, _, files in os.walk(folder):
-        for name in files:
-            try:
-                total += os.lstat(os.path.join(directory, name)).st_size
-            except OSError:
-                pass
-    return total
+    return folder_usage(folder)[0]
+
+
+def remove_tree(folder: Path) -> None:
+    """Remove a folder a sandbox wrote, however deep or locked: `chmod -R` and `rm -rf` walk
+    without recursion limits (Python's `shutil.rmtree` stops at about 1,000 levels), and any
+    mode the student's code set (a folder chmodded to 000) is undone first."""
+    if not os.path.lexists(folder):
+        return
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    if shutil.which("rm") and shutil.which("chmod"):
+        subprocess.run(["chmod", "-R", "u+rwX", "--", str(folder)], check=False, **quiet)
+        subprocess.run(["rm", "-rf", "--", str(folder)], check=False, **quiet)
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def _kill(process: subprocess.Popen) -> None:
@@ -251,47 +300,76 @@ def run(
     out.mkdir(parents=True, exist_ok=True)
     out.chmod(0o777)  # the sandbox's user is not the folder's owner (its parent is private)
     env = dict(env or {}, MPLBACKEND="Agg", CUDA_VISIBLE_DEVICES="", PYTHONDONTWRITEBYTECODE="1")
-    with tempfile.TemporaryDirectory(prefix="vitcourse-box-") as tmp:
+    # Beside `out`, in the grader's own work folder: nothing is left in /tmp if the grader dies.
+    with tempfile.TemporaryDirectory(prefix="box-", dir=out.parent) as tmp:
+        keep: tuple[int, ...] = ()
         if sandbox:
             passwd = Path(tmp) / "passwd"
             passwd.write_text("student:x:1000:1000:student:/tmp/home:/bin/false\n")
-            full = _bwrap(command, box, given, out, passwd, env)
-            cwd, process_env = tmp, {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+            program = memfd_filter()
+            if program is not None:
+                (Path(tmp) / "seccomp").write_bytes(program)
+                keep = (os.open(Path(tmp) / "seccomp", os.O_RDONLY),)
+            full = _bwrap(command, box, given, out, passwd, env, *keep)
+            # Its arguments (the host paths it binds) from a file, not its command line, and no
+            # environment of the teacher's: the sandbox's /proc/1 shows neither.
+            options = full[1 : full.index("--")]
+            (Path(tmp) / "args").write_bytes(b"".join(os.fsencode(a) + b"\0" for a in options))
+            keep += (os.open(Path(tmp) / "args", os.O_RDONLY),)
+            bwrap = shutil.which("bwrap") or "bwrap"
+            full = [bwrap, "--args", str(keep[-1]), *full[full.index("--") :]]
+            cwd, process_env = tmp, {"PATH": "/usr/bin:/bin"}
         else:
             full = [_outside(a, given, out) for a in command]
             cwd, process_env = tmp, dict(os.environ, **env)
             if box.package is not None:  # the copy found first: no protection, only the same code
                 full = with_package(full, box.package)
         with open(Path(tmp) / "stderr", "w+b") as errors:  # a file: a pipe could fill and block
-            process = subprocess.Popen(
-                full,
-                cwd=cwd,
-                env=process_env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=errors,
-                start_new_session=True,  # its own process group, killed as one
-                preexec_fn=_limit(box),
-            )
-            broke = _watch(process, box, out)
+            try:
+                process = subprocess.Popen(
+                    full,
+                    cwd=cwd,
+                    env=process_env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=errors,
+                    start_new_session=True,  # its own process group, killed as one
+                    preexec_fn=_limit(box),
+                    pass_fds=keep,
+                )
+            finally:
+                for fd in keep:
+                    os.close(fd)
+            broke = _watch(process, box, out, errors, sandbox)
             errors.seek(max(0, errors.seek(0, os.SEEK_END) - 20_000))
             stderr = errors.read().decode(errors="replace")
     return Ran(process.returncode, stderr, broke)
 
 
-def _watch(process: subprocess.Popen, box: Box, out: Path) -> str | None:
-    """Poll the command until it ends; kill it all when it breaks a limit, and say which."""
-    deadline = time.monotonic() + box.seconds
+def _watch(
+    process: subprocess.Popen, box: Box, out: Path, errors, sandbox: bool = True
+) -> str | None:
+    """Poll the command until it ends; kill it all when it breaks a limit, and say which. The
+    wall time counts from when it starts, plus `box.startup` until its first process writes
+    `out/started` (Python and torch imported), so a slow start is not the student's time."""
+    start = time.monotonic()
+    started = None
     while process.poll() is None:
         pids = _tree(process.pid)
         broke = None
-        if time.monotonic() > deadline:
+        now = time.monotonic()
+        if started is None and box.startup and os.path.lexists(out / "started"):
+            started = now
+        used, entries = folder_usage(out)
+        if now > (started or start + box.startup) + box.seconds:
             broke = "time"
-        elif _resident_bytes(pids) > box.memory_gb * 2**30:
+        elif _resident_bytes(pids) + (tmpfs_bytes(pids) if sandbox else 0) > box.memory_gb * 2**30:
             broke = "memory"
         elif len(pids) > box.processes:
             broke = "processes"
-        elif folder_bytes(out) > box.output_mb * 2**20:
+        elif used > box.output_mb * 2**20 or entries > MAX_ENTRIES:
+            broke = "output"
+        elif os.fstat(errors.fileno()).st_size > STDERR_BYTES:
             broke = "output"
         if broke:
             _kill(process)

@@ -1,0 +1,99 @@
+"""vitcourse.sandbox on its own: what a sandboxed command may hold, count and leave behind.
+
+Each test runs a small Python command in bubblewrap's sandbox, as the grader runs a student's
+notebook, and asserts the limit it meets (issue 38: shared memory, files counted, the error
+stream, the mount order that keeps a course under /tmp)."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import need_sandbox
+from vitcourse import sandbox
+from vitcourse.sandbox_memory import SHM_MB, memfd_filter
+
+
+def _run(tmp_path: Path, code: str, **box) -> sandbox.Ran:
+    given, out = tmp_path / "in", tmp_path / "out"
+    given.mkdir(parents=True, exist_ok=True)
+    limits = sandbox.Box(**{"seconds": 60, "memory_gb": 1.0, **box})
+    return sandbox.run([sys.executable, "-c", code], given, out, limits)
+
+
+@pytest.mark.slow
+def test_shared_memory_is_held_to_the_limit(tmp_path):
+    """/dev/shm is small, memfd_create is refused, /dev is read-only, and what /tmp holds counts
+    as memory: 1.6 GB there breaks a 1 GB limit."""
+    need_sandbox()
+    probe = (
+        "import os\n"
+        "said = []\n"
+        "try:\n"
+        "    os.memfd_create('x'); said.append('memfd')\n"
+        "except OSError as e:\n"
+        "    said.append(f'no memfd {e.errno}')\n"
+        "for where in ('/dev/big', '/dev/shm/big'):\n"
+        "    try:\n"
+        "        with open(where, 'wb') as f:\n"
+        "            for _ in range(200): f.write(b'x' * 2**20)\n"
+        "        said.append(where + ' 200 MB')\n"
+        "    except OSError as e:\n"
+        "        said.append(f'{where} {e.errno}')\n"
+        "open('/grading/out/said', 'w').write(' | '.join(said))\n"
+    )
+    done = _run(tmp_path, probe)
+    assert done.broke is None, done.stderr[-2000:]
+    said = (tmp_path / "out" / "said").read_text().split(" | ")
+    assert said[0] == ("no memfd 38" if memfd_filter() else said[0])
+    assert said[1] == "/dev/big 30"  # EROFS
+    assert said[2] == "/dev/shm/big 28", (said, SHM_MB)  # ENOSPC at SHM_MB
+    hog = "import time\nfor i in range(8):\n    open(f'/tmp/{i}', 'wb').write(b'x' * 200 * 2**20)\n"
+    done = _run(tmp_path / "hog", hog + "time.sleep(30)\n", tmp_mb=2048)
+    assert done.broke == "memory", done
+
+
+@pytest.mark.slow
+def test_files_and_the_error_stream_are_counted(tmp_path):
+    need_sandbox()
+    many = "for i in range(20_000):\n    open(f'/grading/out/{i}', 'w').close()\nimport time\ntime.sleep(30)\n"
+    assert _run(tmp_path / "many", many).broke == "output"
+    flood = "import os, time\nfor _ in range(8):\n    os.write(2, b'x' * 2**20)\ntime.sleep(30)\n"
+    done = _run(tmp_path / "flood", flood)
+    assert done.broke == "output" and len(done.stderr) <= 20_000
+
+
+def test_tmp_is_mounted_before_the_binds(tmp_path):
+    """A course or an environment under /tmp stays visible: the private /tmp comes first."""
+    args = sandbox._bwrap(["python"], sandbox.Box(seconds=1), tmp_path, tmp_path, tmp_path, {})
+    tmpfs = args.index("/tmp", args.index("--tmpfs"))
+    binds = [i for i, a in enumerate(args) if a in ("--ro-bind", "--bind", "--symlink")]
+    assert tmpfs < min(binds)
+    assert args[args.index("--remount-ro") + 1] == "/dev"
+
+
+@pytest.mark.slow
+def test_the_sandbox_shows_no_host_paths_or_environment(tmp_path):
+    """bubblewrap's own process (pid 1 inside) takes its arguments from a file: its command line
+    names none of the folders it binds, and its environment is not the teacher's."""
+    need_sandbox()
+    look = (
+        "cmdline = open('/proc/1/cmdline', 'rb').read()\n"
+        "environ = open('/proc/1/environ', 'rb').read()\n"
+        "open('/grading/out/seen', 'wb').write(cmdline + b'|' + environ)\n"
+    )
+    done = _run(tmp_path, look)
+    assert done.broke is None and done.returncode == 0, done.stderr[-2000:]
+    seen = (tmp_path / "out" / "seen").read_bytes()
+    assert b"--ro-bind" not in seen and str(tmp_path).encode() not in seen, seen
+    assert b"PATH=/usr/bin:/bin" in seen and b"HOME" not in seen.split(b"|")[1]
+
+
+def test_the_hosts_own_folders_are_never_counted():
+    """While bubblewrap sets a sandbox up its root is still the host's: the host's /tmp (here, the
+    whole disk) must not count as the sandbox's memory (it once made an endless loop "8 GB")."""
+    import os
+
+    from vitcourse.sandbox_memory import tmpfs_bytes
+
+    assert tmpfs_bytes([0, os.getpid()]) == 0
