@@ -8,6 +8,8 @@ each explorer, a sentence that its sliders work in JupyterLab or Colab: the book
 explorer's first view, which the cell above it draws. Each exercise is shown as the student copy
 has it, and its solution cell collapsed under "Show the solution" (`exercise_cells`); a page's
 .ipynb download is the notebook's student copy (`student/`, put in place when the build ends).
+Notebook 06's page trains for a fixed number of passes instead of its time budget
+(`fixed_passes`), so that it shows the same run on any build machine.
 
 MyST-NB executes the staged notebooks through jupyter-cache (`nb_execution_mode = "cache"`): a
 notebook is executed again only when its code changes, so a rebuild after a text edit executes
@@ -72,6 +74,31 @@ def exercise_cells(cell: dict, where: str) -> list[dict]:
     return [shown, {**cell, "metadata": {**cell["metadata"], "tags": tags, "mystnb": mystnb}}]
 
 
+# Notebook 06 trains for a time budget (`MINUTES`), so what its page shows would depend on how busy
+# the machine that builds the book was (a loaded one printed 1 pass and 69% under prose that
+# describes a full run). The book's copy trains for a fixed number of passes instead, seeded, and
+# says so above the cell: the page shows the same run whichever machine built it.
+BOOK_EPOCHS = 7
+TIME_BUDGET = "TrainConfig(minutes=MINUTES)"
+FIXED_PASSES_NOTE = (
+    f"*On this page the model trains for {BOOK_EPOCHS} passes over the training images "
+    f"(`TrainConfig(epochs={BOOK_EPOCHS})`) instead of for `MINUTES` minutes, so that the page "
+    "shows the same run whichever machine built the book. Your copy trains for the time budget.*"
+)
+
+
+def fixed_passes(cell: dict, notebook: str) -> list[dict]:
+    """Notebook 06's cell that sets the time budget, as the book runs it: a fixed number of passes."""
+    source = "".join(cell["source"])
+    if notebook != "06_training.ipynb" or cell["cell_type"] != "code" or TIME_BUDGET not in source:
+        return [cell]
+    fixed = source.replace(TIME_BUDGET, f"TrainConfig(epochs={BOOK_EPOCHS})")
+    return [
+        {"cell_type": "markdown", "metadata": {}, "source": FIXED_PASSES_NOTE},
+        {**cell, "source": fixed},
+    ]
+
+
 def staged_notebook(source: Path) -> dict:
     """The notebook as the book shows it: the links under its title, a note under each explorer,
     each exercise shown open and its solution folded."""
@@ -85,7 +112,7 @@ def staged_notebook(source: Path) -> dict:
         if cell["cell_type"] == "code" and BEGIN in "".join(cell["source"]):
             cells += exercise_cells(cell, f"{source.name}, cell {index}")
             continue
-        cells.append(cell)
+        cells += fixed_passes(cell, source.name)
         if "skip-execution" in cell["metadata"].get("tags", []):
             cells.append({"cell_type": "markdown", "metadata": {}, "source": EXPLORER_NOTE})
     for i, cell in enumerate(cells):  # ids stay unique after the inserted notes
@@ -123,7 +150,9 @@ def execution_cache() -> str:
     shipped data. jupyter-cache knows a notebook by its code cells only; the outputs also depend on
     `vitcourse` and data/trained/, so a change there starts a new cache (and removes the old)."""
     digest = hashlib.sha256()
-    sources = sorted((ROOT / "vitcourse").rglob("*.py")) + sorted((ROOT / "data" / "trained").glob("*"))
+    sources = sorted((ROOT / "vitcourse").rglob("*.py")) + sorted(
+        (ROOT / "data" / "trained").glob("*")
+    )
     for path in sources:
         digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
     folder = HERE / "_build" / f".jupyter_cache-{MODE}-{digest.hexdigest()[:12]}"

@@ -477,3 +477,15 @@ def test_a_failing_cell_stops_the_build(tmp_path):
     assert done.returncode != 0
     said = done.stdout + done.stderr
     assert "04_transformer_block" in said and "broken on purpose" in said, said[-3000:]
+
+
+def test_notebook_06s_page_shows_a_run_of_fixed_passes_and_says_so(book):
+    """A time budget would make the page depend on how busy the build machine was: the book's
+    copy of notebook 06 trains for a fixed number of passes, and the page says so."""
+    from bs4 import BeautifulSoup
+
+    page = book / "notebooks" / "06_training.html"
+    text = BeautifulSoup(page.read_text(), "html.parser").get_text()
+    assert "trains for 7 passes over the training images" in text
+    assert "TrainConfig(epochs=7)" in text
+    assert "TrainConfig(minutes=MINUTES)" not in text
