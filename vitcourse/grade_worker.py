@@ -37,6 +37,10 @@ from vitcourse.grading import STARTUP_SECONDS, Limits, exercises_by_notebook, ma
 # The errors of a cell that never ran: what it defines is an error, not a wrong answer.
 COMPILE_ERRORS = ("SyntaxError", "IndentationError", "TabError")
 INTERRUPT_GRACE = 5  # seconds a cell gets to stop after its interrupt before its kernel is killed
+# A cell that imports (torch, matplotlib, vitcourse: seconds on a busy machine) may use the
+# start-up allowance, wherever it sits: a student who moved an exercise above the imports
+# must not be timed out by how fast this machine loads torch.
+_IMPORTS = re.compile(r"^\s*(import|from)\s+\w", re.MULTILINE)
 
 
 class CappedClient(NotebookClient):
@@ -161,6 +165,7 @@ def run_student_cells(
     deadline: the notebook's time counts from its first exercise on (start-up is allowed apart)."""
     cells = list(kernel.nb.cells)  # the student's cells, before the grader adds its own
     starting = True  # until the first cell that defines an exercise: the start-up allowance
+    allowance = float(STARTUP_SECONDS)  # beyond the cell limit, once a notebook, not per cell
     for index, cell in enumerate(cells):
         if cell.cell_type != "code" or time.monotonic() >= deadline:
             continue
@@ -169,14 +174,19 @@ def run_student_cells(
         defined = _defined(cell.source, names)
         if starting and defined:  # start-up is over: the notebook's own time begins
             starting, deadline = False, min(deadline, time.monotonic() + kernel.limits.notebook)
-        allowed = kernel.limits.cell + (STARTUP_SECONDS if starting else 0)
-        limit = min(deadline - time.monotonic(), allowed)
+        extra = allowance if starting or _IMPORTS.search(cell.source) else 0.0
+        began = time.monotonic()
+        limit = min(deadline - began + (0.0 if starting else extra), kernel.limits.cell + extra)
         try:
             timed_out = kernel.execute(cell, index, limit)
         except DeadKernelError:
             if kernel.killed:  # it ignored the interrupt: a timeout for what it defines
                 definitions.update({name: f"timeout:{where}" for name in defined})
             raise
+        used = min(extra, max(0.0, time.monotonic() - began - kernel.limits.cell))
+        allowance -= used
+        if not starting:  # importing late is start-up too: it does not eat the notebook's time
+            deadline += used
         for name in defined:
             definitions[name] = _definition(cell, where, timed_out)
         if defined and not timed_out:  # keep them: a check cell may rebind the name

@@ -143,7 +143,7 @@ def randomized(module: nn.Module, seed: int = 0) -> nn.Module:
 @contextlib.contextmanager
 def references_in_place(learner, **references):
     """While the learner's code runs, the names it calls from an earlier exercise (`attention`
-    inside MultiHeadSelfAttention's forward) are the course's: each exercise is judged on its own,
+    inside MultiHeadSelfAttention's forward) are right ones: each exercise is judged on its own,
     so a wrong `attention` cannot make a right MultiHeadSelfAttention fail."""
     parts = [learner] if not isinstance(learner, type) else list(vars(learner).values())
     spaces = {
