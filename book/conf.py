@@ -9,7 +9,7 @@ explorer's first view, which the cell above it draws. Each exercise is shown as 
 has it, and its solution cell collapsed under "Show the solution" (`exercise_cells`); a page's
 .ipynb download is the notebook's student copy (`student/`, put in place when the build ends).
 Notebook 06's page trains for a fixed number of passes instead of its time budget
-(`fixed_passes`), so that it shows the same run on any build machine.
+(`fixed_passes`), so that it shows a run of the same length on any build machine.
 
 MyST-NB executes the staged notebooks through jupyter-cache (`nb_execution_mode = "cache"`): a
 notebook is executed again only when its code changes, so a rebuild after a text edit executes
@@ -77,13 +77,14 @@ def exercise_cells(cell: dict, where: str) -> list[dict]:
 # Notebook 06 trains for a time budget (`MINUTES`), so what its page shows would depend on how busy
 # the machine that builds the book was (a loaded one printed 1 pass and 69% under prose that
 # describes a full run). The book's copy trains for a fixed number of passes instead, seeded, and
-# says so above the cell: the page shows the same run whichever machine built it.
+# says so above the cell: the page shows a run of the same length on any build machine.
 BOOK_EPOCHS = 7
 TIME_BUDGET = "TrainConfig(minutes=MINUTES)"
 FIXED_PASSES_NOTE = (
     f"*On this page the model trains for {BOOK_EPOCHS} passes over the training images "
     f"(`TrainConfig(epochs={BOOK_EPOCHS})`) instead of for `MINUTES` minutes, so that the page "
-    "shows the same run whichever machine built the book. Your copy trains for the time budget.*"
+    "shows a run of the same length whichever machine built the book. Your copy trains for the "
+    "time budget.*"
 )
 
 
