@@ -24,7 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from vitcourse.grade import Limits, grade_class
+from vitcourse.grade import grade_class
+from vitcourse.sandbox import Limits
 from vitcourse.student import student_notebook
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"

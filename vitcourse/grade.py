@@ -36,6 +36,7 @@ import re
 import stat
 import sys
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict
 from pathlib import Path
@@ -45,7 +46,8 @@ from tqdm.auto import tqdm
 from vitcourse import gradebook, sandbox
 from vitcourse.checks import EXERCISES
 from vitcourse.gradebook import STATUSES, Grade, summarise  # noqa: F401 - this module's API too
-from vitcourse.grading import Limits, exercises_by_notebook, grade_notebook, match_notebook
+from vitcourse.grading import exercises_by_notebook, grade_notebook, match_notebook
+from vitcourse.sandbox import Limits
 
 MAX_NOTEBOOK_BYTES = 100 * 2**20
 MAX_DEPTH = 8  # folders within a student's folder that are looked into
@@ -230,7 +232,7 @@ def grade_class(
 def _grade_one(student, notebook, path, out, limits, quick, use_sandbox, work, done) -> None:
     """Grade one notebook (unless the journal has it already, for these very bytes) and append
     it to the journal."""
-    data = b""
+    data, start = b"", time.monotonic()
     try:
         data = read_submission(path)
         if (student, notebook, _digest(data)) in done:
@@ -245,7 +247,7 @@ def _grade_one(student, notebook, path, out, limits, quick, use_sandbox, work, d
         answers = {}
     record = {"student": student, "notebook": notebook, "sha256": _digest(data),
               "path": str(path), "grades": [asdict(g) for g in grades],
-              "answers": answers}  # fmt: skip
+              "answers": answers, "seconds": round(time.monotonic() - start, 1)}  # fmt: skip
     gradebook.append(out / "journal.jsonl", record)
 
 

@@ -1,6 +1,6 @@
 """Run one kept answer on a check's inputs: the second of the grader's two steps.
 
-    python -m vitcourse.grade_probe EXERCISE IN OUT
+    python -m vitcourse.grade_probe EXERCISE MODULE IN OUT
 
 `vitcourse.grade` starts this in a sandbox whose `vitcourse` package is a copy without the
 course's solution to EXERCISE (`vitcourse.grade.package_without`): there, an answer that calls,
@@ -9,23 +9,36 @@ wraps or subclasses that solution meets `UsesCourseSolution`, however it reached
 `inputs.pt` (the check's inputs, drawn by the grader with a seed the student cannot know). It
 writes to OUT either `answer.json` and `answer.safetensors`, what the answer returned as plain
 data (`vitcourse.checks.answers`), or `outcome.json`: why there is nothing to judge. The verdict
-is the grader's, in its own process.
+is the grader's, in its own process. MODULE is the exercise's check module
+(`vitcourse.checks.patching`): only that one is imported (see `import_check`).
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import pickle
 import sys
 import traceback
+import types
 from pathlib import Path
 
 import torch
 
 import vitcourse
-from vitcourse.checks import EXERCISES
-from vitcourse.checks.harness import NotWritten, UsesCourseSolution, WeightsMismatch
 from vitcourse.grade_solutions import WITHOUT_FILE
+
+
+def import_check(module: str) -> None:
+    """Import one check module (`vitcourse.checks.patching`), which registers its exercises, and
+    not `vitcourse.checks`'s `__init__`, which imports every check and, through the model's data
+    layer, torchvision: seconds more for every answer of a class. The package stands bare here."""
+    if not module.startswith("vitcourse.checks."):
+        raise ValueError(f"expected a module of vitcourse.checks, got {module!r}")
+    package = types.ModuleType("vitcourse.checks")
+    package.__path__ = [str(Path(vitcourse.__file__).parent / "checks")]
+    sys.modules.setdefault("vitcourse.checks", package)
+    importlib.import_module(module)
 
 
 def stubbed(name: str) -> bool:
@@ -38,7 +51,11 @@ def stubbed(name: str) -> bool:
     return isinstance(without, list) and name in without
 
 
-def probe(name: str, given: Path, out: Path) -> None:
+def probe(name: str, module: str, given: Path, out: Path) -> None:
+    import_check(module)
+    from vitcourse.checks.harness import NotWritten, UsesCourseSolution, WeightsMismatch
+    from vitcourse.checks.registry import EXERCISES
+
     exercise = EXERCISES[name]
     inputs = torch.load(given / "inputs.pt", weights_only=True)
     (out / "started").write_text("")  # the answer's time limit counts from here
@@ -67,8 +84,8 @@ def probe(name: str, given: Path, out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    name, given, out = sys.argv[1:] if argv is None else argv
-    probe(name, Path(given), Path(out))
+    name, module, given, out = sys.argv[1:] if argv is None else argv
+    probe(name, module, Path(given), Path(out))
 
 
 if __name__ == "__main__":

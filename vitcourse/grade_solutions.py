@@ -23,7 +23,6 @@ import types
 from pathlib import Path
 
 from vitcourse import sandbox
-from vitcourse.checks import EXERCISES
 
 WITHOUT_FILE = "_without.json"  # in a stubbed copy: the exercises whose solutions it lacks
 MIN_CODE_BYTES = 24  # shorter bytecode (`return x`) could be anyone's
@@ -36,6 +35,8 @@ def package_without(names: str | tuple[str, ...] | list[str], folder: Path) -> P
     """A copy of the `vitcourse` package in which the course's solution to each exercise in
     `names` is a stub raising `UsesCourseSolution`: a class that cannot be built or subclassed, a
     function that cannot be called. The rest of the package is as it is."""
+    from vitcourse.checks import EXERCISES  # here: the checker's sandbox imports only WITHOUT_FILE
+
     names = (names,) if isinstance(names, str) else tuple(names)
     with _copies_lock:
         if (names, folder) in _copies and _copies[names, folder].exists():
@@ -108,6 +109,8 @@ def _codes(code: types.CodeType) -> list[types.CodeType]:
 def solution_code(name: str) -> set[bytes]:
     """The bytecode of the course's solution to exercise `name`: its function's, or every method
     of its class, nested functions included (only pieces long enough to be its own)."""
+    from vitcourse.checks import EXERCISES
+
     reference = EXERCISES[name].reference
     parts = [reference]
     if isinstance(reference, type):

@@ -1,6 +1,6 @@
 """Run one submitted notebook and keep what its cells define: the first of the grader's two steps.
 
-    python -m vitcourse.grade_worker NOTEBOOK OUT LIMITS
+    python -m vitcourse.grade_worker NOTEBOOK OUT LIMITS EXERCISES
 
 `vitcourse.grade` starts this in a sandbox (`vitcourse.sandbox`), one per notebook, with NOTEBOOK
 a copy of the submission and OUT the only folder it may write. It runs every code cell in order in
@@ -13,7 +13,10 @@ the end, with the notebook's last globals, which a function may read). It writes
 It decides no verdict: everything here runs beside the student's code and could be forged. The
 grader runs each kept answer in a second sandbox without the course's solution
 (`vitcourse.grade_probe`) and judges what comes back in its own process. LIMITS is
-`vitcourse.grade.Limits` as a JSON object.
+`vitcourse.sandbox.Limits` as a JSON object, EXERCISES the notebook's exercises as a JSON list.
+
+It imports neither torch nor the checks (the notebook's kernel does what the notebook imports):
+every second it spends starting is spent again for each notebook of a class.
 """
 
 from __future__ import annotations
@@ -28,19 +31,35 @@ import threading
 import time
 from pathlib import Path
 
-import nbformat
-from nbclient import NotebookClient
-from nbclient.exceptions import DeadKernelError
+# jsonschema, under nbformat, imports rfc3987_syntax when it is installed (it comes with
+# JupyterLab), for URI formats that nbformat never checks; it builds a grammar as it loads, two
+# seconds of every notebook's start here. Marked missing, jsonschema goes on without it.
+sys.modules.setdefault("rfc3987_syntax", None)
 
-from vitcourse.grading import STARTUP_SECONDS, Limits, exercises_by_notebook, match_notebook
+import nbformat  # noqa: E402
+from nbclient import NotebookClient  # noqa: E402
+from nbclient.exceptions import DeadKernelError  # noqa: E402
+
+from vitcourse.sandbox import STARTUP_SECONDS, Limits  # noqa: E402
 
 # The errors of a cell that never ran: what it defines is an error, not a wrong answer.
 COMPILE_ERRORS = ("SyntaxError", "IndentationError", "TabError")
 INTERRUPT_GRACE = 5  # seconds a cell gets to stop after its interrupt before its kernel is killed
-# A cell that imports (torch, matplotlib, vitcourse: seconds on a busy machine) may use the
-# start-up allowance, wherever it sits: a student who moved an exercise above the imports
-# must not be timed out by how fast this machine loads torch.
-_IMPORTS = re.compile(r"^\s*(import|from)\s+\w", re.MULTILINE)
+# What the grader imports in the kernel before the student's first cell, within the start-up
+# allowance: a student's `import torch` then takes no time, wherever it sits (above or below an
+# exercise), and no cell's limit depends on how fast this machine loads torch. Only the modules
+# are loaded; the student's names are the student's own (a missing import still fails).
+WARM_UP = (
+    "def __vitcourse_warm_up__():\n"
+    "    import importlib\n"
+    "    for name in ('torch', 'matplotlib.pyplot', 'vitcourse.checks'):\n"
+    "        try:\n"
+    "            importlib.import_module(name)\n"
+    "        except Exception:\n"
+    "            pass\n"
+    "__vitcourse_warm_up__()\n"
+    "del __vitcourse_warm_up__\n"
+)
 
 
 class CappedClient(NotebookClient):
@@ -82,6 +101,7 @@ class Kernel:
             allow_errors=True,
             interrupt_on_timeout=True,
             startup_timeout=STARTUP_SECONDS,  # a kernel starts slowly on a busy machine
+            shutdown_kernel="immediate",  # nothing in it to save: a polite stop waits seconds
             timeout_func=lambda cell: self.seconds.get(id(cell), limits.check),
             resources={"metadata": {"path": folder}},
         )
@@ -108,30 +128,32 @@ class Kernel:
         except (AttributeError, ProcessLookupError, PermissionError):
             pass
 
-    def run(self, source: str) -> tuple[object, bool]:
-        """Run the grader's own code in the kernel: (its cell, whether it ran out of time)."""
+    def run(self, source: str, limit: float | None = None) -> tuple[object, bool]:
+        """Run the grader's own code in the kernel within `limit` seconds (the check's, unless
+        given): (its cell, whether it ran out of time)."""
         cell = nbformat.v4.new_code_cell(source)
         self.nb.cells.append(cell)
         self.extra.append(cell)
-        return cell, self.execute(cell, len(self.nb.cells) - 1, self.limits.check)
+        return cell, self.execute(cell, len(self.nb.cells) - 1, limit or self.limits.check)
 
     def remove_own_cells(self) -> None:
         """Leave the notebook as the student wrote it, with the outputs of its run."""
         self.nb.cells = [cell for cell in self.nb.cells if not any(cell is e for e in self.extra)]
 
 
-def run_notebook(path: Path, out: Path, limits: Limits = Limits()) -> dict:  # noqa: B008
-    """Run one notebook in a fresh kernel, keeping its exercises' definitions in `out/defs/`:
-    {"definitions": {exercise: how its cell ran}, "reached": whether the cells ran before the
-    notebook's deadline, "stopped": where the kernel died, or None}."""
-    names = exercises_by_notebook()[match_notebook(path.name)]
+def run_notebook(
+    path: Path, out: Path, names: list[str], limits: Limits = Limits()  # noqa: B008
+) -> dict:
+    """Run one notebook in a fresh kernel, keeping the definitions of its exercises (`names`) in
+    `out/defs/`: {"definitions": {exercise: how its cell ran}, "reached": whether the cells ran
+    before the notebook's deadline, "stopped": where the kernel died, or None}."""
     (out / "defs").mkdir(parents=True, exist_ok=True)
     try:
         nb = nbformat.read(path, as_version=4)
     except Exception as e:  # noqa: BLE001 - not JSON, not a notebook; never quote its contents
         return {"unreadable": f"the file is not a readable notebook ({type(e).__name__})"}
-    # Starting the kernel and the cells before the first exercise (the imports) get the start-up
-    # allowance: how fast this machine imports torch is no student's doing.
+    # Starting the kernel, the grader's imports (`WARM_UP`) and the cells before the first
+    # exercise get the start-up allowance: how fast this machine imports torch is no student's doing.
     deadline = time.monotonic() + limits.notebook + STARTUP_SECONDS
     folder = tempfile.TemporaryDirectory(prefix="vitcourse-grade-")
     kernel = Kernel(nb, limits, folder.name, limits.cell_output_bytes)
@@ -140,6 +162,8 @@ def run_notebook(path: Path, out: Path, limits: Limits = Limits()) -> dict:  # n
     kernel.client.reset_execution_trackers()
     try:
         with kernel.client.setup_kernel():
+            kernel.where = "the grader's imports, before the notebook's first cell"
+            kernel.run(WARM_UP, STARTUP_SECONDS)
             deadline = run_student_cells(kernel, names, deadline, out / "defs", definitions)
             reached = time.monotonic() < deadline
             if reached:  # again, with the notebook's final globals
@@ -174,19 +198,16 @@ def run_student_cells(
         defined = _defined(cell.source, names)
         if starting and defined:  # start-up is over: the notebook's own time begins
             starting, deadline = False, min(deadline, time.monotonic() + kernel.limits.notebook)
-        extra = allowance if starting or _IMPORTS.search(cell.source) else 0.0
+        extra = allowance if starting else 0.0
         began = time.monotonic()
-        limit = min(deadline - began + (0.0 if starting else extra), kernel.limits.cell + extra)
+        limit = min(deadline - began, kernel.limits.cell + extra)
         try:
             timed_out = kernel.execute(cell, index, limit)
         except DeadKernelError:
             if kernel.killed:  # it ignored the interrupt: a timeout for what it defines
                 definitions.update({name: f"timeout:{where}" for name in defined})
             raise
-        used = min(extra, max(0.0, time.monotonic() - began - kernel.limits.cell))
-        allowance -= used
-        if not starting:  # importing late is start-up too: it does not eat the notebook's time
-            deadline += used
+        allowance -= min(extra, max(0.0, time.monotonic() - began - kernel.limits.cell))
         for name in defined:
             definitions[name] = _definition(cell, where, timed_out)
         if defined and not timed_out:  # keep them: a check cell may rebind the name
@@ -250,9 +271,9 @@ def _error(cell) -> tuple[str, str] | None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run one notebook: NOTEBOOK OUT LIMITS (see the module's doc)."""
-    path, out, limits = sys.argv[1:] if argv is None else argv
-    ran = run_notebook(Path(path), Path(out), Limits(**json.loads(limits)))
+    """Run one notebook: NOTEBOOK OUT LIMITS EXERCISES (see the module's doc)."""
+    path, out, limits, names = sys.argv[1:] if argv is None else argv
+    ran = run_notebook(Path(path), Path(out), json.loads(names), Limits(**json.loads(limits)))
     (Path(out) / "run.json").write_text(json.dumps(ran))
 
 

@@ -23,7 +23,7 @@ import secrets
 import stat
 import sys
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
@@ -33,29 +33,13 @@ from vitcourse.checks import EXERCISES
 from vitcourse.checks.harness import CheckFailed, WeightsMismatch
 from vitcourse.grade_solutions import carries_solution, package_without
 from vitcourse.gradebook import Grade
+from vitcourse.sandbox import STARTUP_SECONDS, Limits
 
 KERNEL_SECONDS = 60  # allowance for starting and stopping a kernel
-# Allowance for starting Python and importing torch, matplotlib and the package: on a cold or busy
-# machine that alone can take a minute, and it is no student's time (a notebook's first cells,
-# before the first exercise, get it too: see `grade_worker`).
-STARTUP_SECONDS = 120
 GRADER_FAULT = (
     "the checker's sandbox did not import the course's package without the solution "
     "(the grader's set-up, not the student: is the course or its environment hidden there?)"
 )
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What one submitted notebook may take."""
-
-    notebook: float = 600  # seconds for all its cells
-    cell: float = 120  # seconds for one cell (an endless loop costs this, then the rest runs)
-    check: float = 30  # seconds for one exercise's answer to run on the check's inputs
-    memory_gb: float = 8  # resident memory of all its processes together
-    processes: int = 64
-    output_mb: float = 256  # what its sandbox may write
-    cell_output_bytes: int = 1_000_000  # outputs kept per cell in the executed notebook
 
 
 def exercises_by_notebook() -> dict[str, list[str]]:
@@ -116,7 +100,7 @@ def grade_notebook(
     notebook: str,
     data: bytes,
     out: Path,
-    limits: Limits = Limits(),
+    limits: Limits = Limits(),  # noqa: B008 - frozen
     quick: bool = True,
     use_sandbox: bool = True,
     work: Path | None = None,
@@ -146,7 +130,7 @@ def _grade_in(student, notebook, data, out, limits, quick, use_sandbox, tmp: Pat
     env["VITCOURSE_PROGRESS"] = "/tmp/home/progress.json" if use_sandbox else str(given / "p")
     inside = sandbox.INSIDE
     command = [sys.executable, "-m", "vitcourse.grade_worker", f"{inside}/in/{notebook}.ipynb",
-               f"{inside}/out", json.dumps(asdict(limits))]  # fmt: skip
+               f"{inside}/out", json.dumps(asdict(limits)), json.dumps(names)]  # fmt: skip
     done = sandbox.run(command, given, ran, box, use_sandbox, env)
     executed = _read_output(ran / "executed.ipynb", int(limits.output_mb * 2**20))
     if executed is not None:
@@ -229,8 +213,8 @@ def probe(
         processes=limits.processes, output_mb=limits.output_mb,
         package=package_without(name, work.parent),
     )  # fmt: skip
-    command = [sys.executable, "-m", "vitcourse.grade_probe", name, f"{sandbox.INSIDE}/in",
-               f"{sandbox.INSIDE}/out"]  # fmt: skip
+    command = [sys.executable, "-m", "vitcourse.grade_probe", name, exercise.run.__module__,
+               f"{sandbox.INSIDE}/in", f"{sandbox.INSIDE}/out"]  # fmt: skip
     done = sandbox.run(command, given, ran, box, use_sandbox)
     if done.broke == "time":
         why = f"running {name} on the check's inputs took more than {limits.check:.0f} s"

@@ -47,6 +47,23 @@ INSIDE = Path("/grading")  # where a sandbox finds its files (`in/`) and its out
 VIRTUAL_ROOM_GB = 8
 MAX_ENTRIES = 10_000  # files and folders an output folder may hold
 STDERR_BYTES = 4 * 2**20  # what a sandbox may write to its error stream (kept in a file here)
+# Allowance for starting Python and importing torch, matplotlib and the package: on a cold or busy
+# machine that alone can take a minute, and it is no student's time (a notebook's first cells,
+# before the first exercise, get it too: see `grade_worker`).
+STARTUP_SECONDS = 120
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one submitted notebook may take."""
+
+    notebook: float = 600  # seconds for all its cells
+    cell: float = 120  # seconds for one cell (an endless loop costs this, then the rest runs)
+    check: float = 30  # seconds for one exercise's answer to run on the check's inputs
+    memory_gb: float = 8  # resident memory of all its processes together
+    processes: int = 64
+    output_mb: float = 256  # what its sandbox may write
+    cell_output_bytes: int = 1_000_000  # outputs kept per cell in the executed notebook
 
 
 @dataclass(frozen=True)
