@@ -48,8 +48,8 @@ VIRTUAL_ROOM_GB = 8
 MAX_ENTRIES = 10_000  # files and folders an output folder may hold
 STDERR_BYTES = 4 * 2**20  # what a sandbox may write to its error stream (kept in a file here)
 # Allowance for starting Python and importing torch, matplotlib and the package: on a cold or busy
-# machine that alone can take a minute, and it is no student's time (a notebook's first cells,
-# before the first exercise, get it too: see `grade_worker`).
+# machine that alone can take a minute, and it is no student's time (the grader's imports in a
+# notebook's kernel and its cells before the first exercise get it too: see `grade_worker`).
 STARTUP_SECONDS = 120
 
 
