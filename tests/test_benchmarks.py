@@ -149,3 +149,25 @@ def test_precision_times_every_kind_against_float32(tmp_path, monkeypatch, capsy
     assert set(results["images_per_second"]) == {"fp32", "bf16", "fp16"}
     assert all(speed > 0 for speed in results["images_per_second"].values())
     assert "1.00x float32" in capsys.readouterr().out
+
+
+@pytest.mark.slow  # trains two models twice, for a few seconds each
+def test_vit_wins_races_both_models_per_seed_and_ends_with_its_line(tmp_path, capsys):
+    vit_wins = load("vit_wins")
+    out = tmp_path / "race.json"
+    results = vit_wins.main(["--seed", "3", "4", "--minutes", "0.02", "--out", str(out)])
+    saved = json.loads(out.read_text())
+    assert saved["results"] == json.loads(json.dumps(results))  # what it measured, as JSON
+    assert saved["dataset"] == "fashion-mnist-scrambled" and saved["minutes"] == 0.02
+    assert [(r["model"], r["seed"]) for r in results] == [
+        ("ViT", 3), ("CNN", 3), ("ViT", 4), ("CNN", 4)
+    ]  # fmt: skip
+    assert results[0]["parameters"] == 424_970  # course-28/7's sizes, 14 x 14 patches
+    assert results[1]["parameters"] == 796_266  # notebook 08's CNN
+    for r in results:
+        assert r["steps"] > 0 and 0 <= r["test_acc"] <= 1 and r["curve"][0][0] == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("vit ") and lines[0].endswith(
+        "(fashion-mnist-scrambled, 0.02 minutes, seed 3)"
+    )
+    assert lines[-1].startswith("CNN: mean ")

@@ -37,7 +37,7 @@ def test_exercises_are_the_notebooks_check_cells():
         for name in bound:
             assert re.search(rf"^(def|class) {name}\b", source, flags=re.M), (path.name, name)
     assert grade.exercises_by_notebook() == found
-    assert len(checks.EXERCISES) == 16
+    assert len(checks.EXERCISES) == 17
 
 
 def test_notebooks_are_matched_by_name_or_number():

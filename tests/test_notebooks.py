@@ -148,6 +148,7 @@ def test_notebook_08_loads_the_shipped_race_in_full_mode(tmp_path, monkeypatch):
 
 
 COMPARISON = ROOT / "data" / "trained" / "when_vits_win_fashion-mnist.json"
+SCRAMBLED_RACE = ROOT / "data" / "trained" / "vit_wins_fashion-mnist.json"
 
 
 def test_the_results_page_quotes_the_shipped_comparison_and_notebook_09s_text_none_of_it():
@@ -160,6 +161,15 @@ def test_the_results_page_quotes_the_shipped_comparison_and_notebook_09s_text_no
     for r in results:
         quoted = f"{100 * r['test_acc']:.2f}%"
         assert quoted in readme, f"docs/results.md does not quote {r['model']} {r['fraction']}"
+        assert quoted not in text, f"notebook 09's text hard-codes {quoted}: print it instead"
+    race = json.loads(SCRAMBLED_RACE.read_text())
+    assert race["dataset"] == "fashion-mnist-scrambled" and race["minutes"] == 3
+    assert [(r["model"], r["seed"]) for r in race["results"]] == [
+        (model, seed) for seed in (0, 1, 2) for model in ("ViT", "CNN")
+    ]
+    for r in race["results"]:
+        quoted = f"{100 * r['test_acc']:.2f}%"
+        assert quoted in readme, f"docs/results.md does not quote the {r['model']}, seed {r['seed']}"
         assert quoted not in text, f"notebook 09's text hard-codes {quoted}: print it instead"
 
 
@@ -189,12 +199,18 @@ def test_notebook_09_classroom_path_trains_nothing_and_looks_inside_a_pretrained
     assert "labelled images:" not in printed and "train loss" not in printed  # nothing trained
     for r in json.loads(COMPARISON.read_text())["results"]:
         assert f"{100 * r['test_acc']:>9.2f}%" in printed
+    assert "our measured race (vit_wins_fashion-mnist.json: 3 minutes a model" in printed
+    assert "raced the" not in printed  # the race on scrambled images was loaded, not run
+    for r in json.loads(SCRAMBLED_RACE.read_text())["results"]:
+        assert f"{100 * r['test_acc']:>9.2f}%" in printed
+    assert "your scramble gives the data layer's images: True" in printed
 
     def figures(marker: str) -> int:
         (cell,) = [c for c in nb.cells if c.cell_type == "code" and marker in c.source]
         return sum("image/png" in o.get("data", {}) for o in cell.outputs)
 
     assert figures("compute_figure()") == 1  # the paper's Table 6
+    assert figures("Scrambled {DATASET}") == 1  # the race on scrambled images
     assert figures("real_vit.attention_maps") == (1 if online else 0)  # the photos
     assert figures("position_embedding_similarity(inside)") == 1  # Figure 7, either model
     assert ("no weights file" in printed) is not online

@@ -10,6 +10,8 @@ Each module is one concept, introduced by one notebook (Dosovitskiy et al., "An 
                         (`DatasetInfo`); `load_dataset`, `make_loaders`
     files, batching     the datasets' files (checks, downloads, offline messages); images held
                         in memory and augmented a batch at a time
+    scrambling          notebook 09: images scrambled in fixed patches, a task where the ViT's
+                        lack of assumptions wins (each dataset's "-scrambled" twin)
     photos              notebooks 01, 05, 09: real 224 x 224 photos, offline
     folders             notebook 10: a folder of your own images (one sub-folder per class) read
                         as a dataset

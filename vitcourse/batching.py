@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from torch.utils.data import Dataset
 
 from vitcourse.datasets import DatasetInfo
+from vitcourse.scrambling import scramble_fixed
 
 
 def random_crop_flip(images: torch.Tensor, padding: int, hflip: bool) -> torch.Tensor:
@@ -99,6 +100,8 @@ class InMemoryImages(Dataset):
         images = self.images[indices]
         if self.augment:
             images = random_crop_flip(images, self.info.crop_padding, self.info.hflip)
+        if self.info.scramble:  # a scrambled twin: cropped and flipped first, then scrambled
+            images = scramble_fixed(images, self.info.scramble)
         # The same arithmetic as ToTensor + Normalize, so the numbers match to the last bit.
         images = (images.float().div(255) - self._mean) / self._std
         labels = self.labels[indices]

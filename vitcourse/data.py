@@ -29,6 +29,7 @@ from typing import NamedTuple
 import torch
 from torch.utils.data import DataLoader, Dataset, Subset
 from torchvision import transforms
+from torchvision.datasets import FashionMNIST
 
 from vitcourse import datasets
 from vitcourse.batching import InMemoryImages, random_crop_flip
@@ -52,6 +53,7 @@ from vitcourse.folders import (
 )
 from vitcourse.photos import PHOTOS, load_photo
 from vitcourse.scaling import ShardSampler
+from vitcourse.scrambling import scramble_fixed
 
 __all__ = [
     # here
@@ -116,6 +118,8 @@ def image_transform(name: str | DatasetInfo, augment: bool = False) -> transform
             steps.append(transforms.RandomHorizontalFlip())
     if info.folder is None:
         steps.append(transforms.ToTensor())
+    if info.scramble:  # after the augmentation: the image is cropped and flipped, then scrambled
+        steps.append(transforms.Lambda(lambda pixels: scramble_fixed(pixels, info.scramble)))
     steps.append(transforms.Normalize(info.mean, info.std))
     return transforms.Compose(steps)
 
@@ -138,7 +142,8 @@ def load_dataset(
     """The training or test split of a dataset, as normalised (C, H, W) tensors and int labels.
 
     `name` is one of "fashion-mnist" (the default, shipped with the course), "mnist", "cifar10",
-    "cifar100", or the path of a folder of your own images (its training or test split, read
+    "cifar100", one of their scrambled twins ("fashion-mnist-scrambled": `vitcourse.scrambling`),
+    or the path of a folder of your own images (its training or test split, read
     once into memory: `vitcourse.folders`). `root` is the data folder (default:
     `default_root()`). With `augment`, each image is randomly cropped (and mirrored where that
     keeps the class) every time it is read. A dataset that is not on disk is downloaded when
@@ -150,7 +155,7 @@ def load_dataset(
         return folder_split(info, "train" if train else "test", augment)
     root = Path(root) if root is not None else default_root()
     transform = image_transform(info.name, augment)
-    if info.name == "fashion-mnist":
+    if info.torchvision_class is FashionMNIST:  # fashion-mnist and its scrambled twin
         prepare_fashion_mnist(root)
         return info.torchvision_class(str(root), train=train, transform=transform, download=False)
 

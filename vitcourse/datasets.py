@@ -5,12 +5,13 @@ Introduced in notebook 00. Adding a dataset means adding one entry to `DATASETS`
 statistics that normalise it, its classes, the augmentation that keeps them, and the course's
 models for it. Everything else (`vitcourse.data.load_dataset`, the loaders, the presets) reads
 the table, so nothing else changes. A folder of your own images gets an entry of its own, made
-when it is read (`vitcourse.folders`).
+when it is read (`vitcourse.folders`). Every dataset has a scrambled twin ("cifar10-scrambled"):
+the same images, scrambled (`vitcourse.scrambling`, notebook 09's task).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torchvision
@@ -38,6 +39,9 @@ class DatasetInfo:
     cnn_preset: str  # the CNN notebook 08 races against the ViT
     # Your own images (`vitcourse.folders`): the folder they are read from; None for the table's.
     folder: Path | None = None
+    # 0: the images as they are. P: every image scrambled, its P x P patches and the pixels inside
+    # them moved by one fixed permutation each (`vitcourse.scrambling`, notebook 09's task).
+    scramble: int = 0
 
 
 _CIFAR100_CLASSES = tuple(
@@ -147,6 +151,18 @@ DATASETS: dict[str, DatasetInfo] = {
         cnn_preset="cnn-32",
     ),
 }
+
+
+def scrambled_twin(info: DatasetInfo) -> DatasetInfo:
+    """The same dataset (files, classes, models), its images scrambled in squares of half their
+    side, a 2 x 2 grid (`vitcourse.scrambling`): notebook 09 races the course's ViT, with patches
+    of that size, against the CNN on it (benchmarks/vit_wins.py). A folder of your own has one
+    too, made the same way."""
+    return replace(info, name=f"{info.name}-scrambled", scramble=info.image_size // 2)
+
+
+# Each dataset's scrambled twin, by name: "fashion-mnist-scrambled", "cifar10-scrambled", ...
+DATASETS.update({f"{name}-scrambled": scrambled_twin(info) for name, info in DATASETS.items()})
 
 
 def table_key(name: str) -> str:

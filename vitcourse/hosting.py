@@ -76,6 +76,9 @@ COURSE_FILES = {
     "trained/when_vits_win_fashion-mnist.json": (
         "90b0231ee39947ccd38bfd547d2a6e5becf8cfbcdf9c91f31374f3949b67d836"
     ),
+    "trained/vit_wins_fashion-mnist.json": (
+        "7eeebf2d5476aafbf6adfdc68b32019c3969f4740ca0c3eee6ac622dc07d66aa"
+    ),
 }
 
 # Each notebook in full mode with its defaults, in seconds, measured on a 2-core CPU with

@@ -8,7 +8,6 @@ n // (W/P), column n % (W/P). Inside a patch the numbers are ordered (row, colum
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
 import torch
 
 
@@ -69,6 +68,8 @@ def draw_patch_grid(image: torch.Tensor, patch_size: int, ax=None, numbers: bool
 
     Expects pixels in [0, 1] (use `vitcourse.data.denormalize` first). Returns the matplotlib axes.
     """
+    import matplotlib.pyplot as plt  # here, so the model's modules import only torch
+
     C, H, W = image.shape
     check_patchable(H, W, patch_size)
     ax = ax or plt.gca()

@@ -44,6 +44,7 @@ from vitcourse.checks.training import check_train_step  # 06
 from vitcourse.checks.analysis import check_attention_rollout, check_equivariance_error  # 07, 08
 from vitcourse.checks.pretraining import check_masked_patch_loss, check_random_masking  # 09
 from vitcourse.checks.distillation import check_distillation_loss  # 09
+from vitcourse.checks.scrambling import check_scramble  # 09
 
 __all__ = [
     "EXERCISES",
@@ -62,6 +63,7 @@ __all__ = [
     "check_patch_embedding",
     "check_patchify",
     "check_random_masking",
+    "check_scramble",
     "check_train_step",
     "check_transformer_block",
     "check_unpatchify",
