@@ -222,7 +222,7 @@ def test_the_teachers_solutions_are_not_the_learners_progress(tmp_path, monkeypa
     checks.progress("01")
     shown = capsys.readouterr().out
     assert "✓ patchify: correct with the teacher's solution (not counted)" in shown
-    assert "not run yet" in shown and "0 of 14 exercises passed" in shown
+    assert "not run yet" in shown and "0 of 15 exercises passed" in shown
     assert checks.passed("patchify") and not checks.passed("unpatchify")
     checks.check_patchify(my_patchify)  # the learner's own answer is recorded
     assert checks.exercise_results()["patchify"] == "passed" and checks.passed("patchify")
@@ -296,4 +296,4 @@ def test_a_teachers_copy_executed_in_a_fresh_kernel_shows_its_checks_in_progress
     checked, listed = ("".join(o.get("text", "") for o in c.outputs) for c in notebook.cells)
     assert checked.startswith("✓ patchify: correct")
     assert "✓ patchify: correct with the teacher's solution (not counted)" in listed
-    assert "the rest of the course: 0 of 14 exercises passed" in listed
+    assert "the rest of the course: 0 of 15 exercises passed" in listed
