@@ -4,7 +4,7 @@ scrambled images (notebook 09, section 5).
 For each seed, trains for --minutes each, one after the other, with notebook 06's recipe
 (`Trainer`, `TrainConfig`: the same loop, augmentation, batch size and learning-rate schedule):
 the course's ViT (the dataset's pure ViT, course-28/7 for Fashion-MNIST, with patches as large as
-the scramble's squares: 14 x 14) and the CNN notebook 08 races (cnn-28), on the same images of
+the scramble's squares: 14 x 14, preset course-28/14) and the CNN notebook 08 races (cnn-28), on the same images of
 --dataset (default fashion-mnist-scrambled: `vitcourse.scrambling`). A `Timeline` measures each
 model's accuracy on 2,000 validation images every 10 s of training (paused time). Each seed
 ends with one line:

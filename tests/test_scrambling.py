@@ -5,9 +5,10 @@ import copy
 
 import pytest
 import torch
+from PIL import Image
 
 from vitcourse.batching import InMemoryImages
-from vitcourse.data import dataset_info, load_dataset, make_loaders
+from vitcourse.data import dataset_info, image_transform, load_dataset, make_loaders
 from vitcourse.patching import patchify
 from vitcourse.scrambling import scramble, scramble_fixed, scramble_orders
 from vitcourse.vit import VisionTransformer, preset_for
@@ -67,6 +68,8 @@ def test_every_dataset_has_a_scrambled_twin_with_its_files_and_models():
     for name in ("fashion-mnist", "mnist", "cifar10", "cifar100"):
         info, twin = dataset_info(name), dataset_info(f"{name}-scrambled")
         assert twin.scramble == info.image_size // 2 and info.scramble == 0  # a 2 x 2 grid
+        assert preset_for(twin.name).patch_size == twin.scramble  # its ViT: the squares as patches
+        assert preset_for(twin.name, twin.train_preset) == preset_for(twin.name)
         assert (twin.torchvision_class, twin.classes, twin.mean, twin.archives) == (
             info.torchvision_class,
             info.classes,
@@ -86,16 +89,24 @@ def test_scrambled_fashion_mnist_loads_through_every_door():
     assert torch.equal(images[0], scrambled[0][0]) and labels[0] == plain[0][1]
 
 
-def test_training_images_are_augmented_first_then_scrambled():
-    pixels = torch.randint(0, 256, (8, 1, 28, 28), dtype=torch.uint8)
+@pytest.mark.parametrize("name, shape", [("fashion-mnist", (1, 28)), ("cifar10", (3, 32))])
+def test_training_images_are_augmented_and_normalised_first_then_scrambled(name, shape):
+    """Each channel is normalised with its own statistics before a scramble moves its numbers,
+    possibly to another channel."""
+    channels, side = shape
+    pixels = torch.randint(0, 256, (8, channels, side, side), dtype=torch.uint8)
     labels = torch.arange(8)
-    plain = InMemoryImages(pixels, labels, dataset_info("fashion-mnist"), augment=True)
-    twin = InMemoryImages(pixels, labels, dataset_info("fashion-mnist-scrambled"), augment=True)
+    plain = InMemoryImages(pixels, labels, dataset_info(name), augment=True)
+    twin = InMemoryImages(pixels, labels, dataset_info(f"{name}-scrambled"), augment=True)
     torch.manual_seed(5)
     shifted = torch.stack([image for image, _ in plain.__getitems__(list(range(8)))])
     torch.manual_seed(5)  # the same crops and flips
     scrambled = torch.stack([image for image, _ in twin.__getitems__(list(range(8)))])
-    assert torch.equal(scrambled, scramble_fixed(shifted, 14))
+    assert torch.equal(scrambled, scramble_fixed(shifted, side // 2))
+    one = image_transform(f"{name}-scrambled")  # the PIL path (load_dataset's)
+    picture = Image.fromarray(pixels[0].permute(1, 2, 0).squeeze(-1).numpy())
+    unscrambled = image_transform(name)(picture)
+    torch.testing.assert_close(one(picture), scramble_fixed(unscrambled, side // 2))
 
 
 @pytest.mark.slow

@@ -100,10 +100,10 @@ class InMemoryImages(Dataset):
         images = self.images[indices]
         if self.augment:
             images = random_crop_flip(images, self.info.crop_padding, self.info.hflip)
-        if self.info.scramble:  # a scrambled twin: cropped and flipped first, then scrambled
-            images = scramble_fixed(images, self.info.scramble)
         # The same arithmetic as ToTensor + Normalize, so the numbers match to the last bit.
         images = (images.float().div(255) - self._mean) / self._std
+        if self.info.scramble:  # a scrambled twin: cropped, flipped, normalised, then scrambled
+            images = scramble_fixed(images, self.info.scramble)
         labels = self.labels[indices]
         if labels.device.type == "cpu":
             labels = labels.tolist()  # plain ints, as torchvision's datasets give them

@@ -118,9 +118,9 @@ def image_transform(name: str | DatasetInfo, augment: bool = False) -> transform
             steps.append(transforms.RandomHorizontalFlip())
     if info.folder is None:
         steps.append(transforms.ToTensor())
-    if info.scramble:  # after the augmentation: the image is cropped and flipped, then scrambled
-        steps.append(transforms.Lambda(lambda pixels: scramble_fixed(pixels, info.scramble)))
     steps.append(transforms.Normalize(info.mean, info.std))
+    if info.scramble:  # last: the image is cropped, flipped and normalised, then scrambled
+        steps.append(transforms.Lambda(lambda pixels: scramble_fixed(pixels, info.scramble)))
     return transforms.Compose(steps)
 
 
@@ -154,7 +154,7 @@ def load_dataset(
     if info.folder is not None:
         return folder_split(info, "train" if train else "test", augment)
     root = Path(root) if root is not None else default_root()
-    transform = image_transform(info.name, augment)
+    transform = image_transform(info, augment)
     if info.torchvision_class is FashionMNIST:  # fashion-mnist and its scrambled twin
         prepare_fashion_mnist(root)
         return info.torchvision_class(str(root), train=train, transform=transform, download=False)

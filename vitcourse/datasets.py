@@ -154,15 +154,24 @@ DATASETS: dict[str, DatasetInfo] = {
 
 
 def scrambled_twin(info: DatasetInfo) -> DatasetInfo:
-    """The same dataset (files, classes, models), its images scrambled in squares of half their
-    side, a 2 x 2 grid (`vitcourse.scrambling`): notebook 09 races the course's ViT, with patches
-    of that size, against the CNN on it (benchmarks/vit_wins.py). A folder of your own has one
-    too, made the same way."""
+    """The same dataset (files, classes, CNN), its images scrambled in squares of half their side,
+    a 2 x 2 grid (`vitcourse.scrambling`): notebook 09 races the course's ViT, with patches of that
+    size, against the CNN on it (benchmarks/vit_wins.py). Works for a folder of your own images
+    too, to pass to `make_loaders` as notebook 09 does (it has no name of its own)."""
+    if info.image_size % 2:
+        raise ValueError(f"a 2 x 2 grid of squares needs an even image size, got {info.image_size}")
     return replace(info, name=f"{info.name}-scrambled", scramble=info.image_size // 2)
 
 
-# Each dataset's scrambled twin, by name: "fashion-mnist-scrambled", "cifar10-scrambled", ...
-DATASETS.update({f"{name}-scrambled": scrambled_twin(info) for name, info in DATASETS.items()})
+# Each dataset's scrambled twin, by name: "fashion-mnist-scrambled", "cifar10-scrambled", ... Its
+# ViT, for the command line too, is the pure ViT with the squares as its patches.
+DATASETS.update(
+    {
+        f"{name}-scrambled": replace(scrambled_twin(info), vit_preset=vit, train_preset=vit)
+        for name, info in DATASETS.items()
+        for vit in [{28: "course-28/14", 32: "course-32/16"}[info.image_size]]
+    }
+)
 
 
 def table_key(name: str) -> str:

@@ -18,8 +18,9 @@ The dataset table has a scrambled twin of every dataset ("fashion-mnist-scramble
 layout the scramble leaves to a CNN (inside a 7 x 7 square it still reads how bright the square
 is and how much it varies), while nothing changes for a ViT whose patches are those squares:
 notebook 09 races that ViT against the CNN (benchmarks/vit_wins.py). The data layer scrambles
-the images after augmentation (a crop or a flip of the image, then the scramble), so both models
-see the same images.
+the images last (cropped, flipped and normalised first, each colour channel with its own
+statistics: a scramble may move a number to another channel), so both models see the same
+images.
 """
 
 from __future__ import annotations

@@ -165,8 +165,13 @@ PRESETS: dict[str, ViTConfig] = {
     "course-28/conv": replace(
         _COURSE_28, patch_size=1, depth=3, stem_channels=(16, 32, 64), stem_stride=2
     ),
+    # course-28/7 with 2 x 2 = 4 patches of 14 x 14 pixels: the ViT notebook 09 races on scrambled
+    # images, whose squares are its patches (`vitcourse.scrambling`).
+    "course-28/14": replace(_COURSE_28, patch_size=14, depth=3),
     # 8 x 8 = 64 patches of 4 x 4 pixels for 32 x 32 colour images (CIFAR).
     "course-32/4": _COURSE_32,
+    # Its 2 x 2 patches of 16 x 16 pixels, for scrambled CIFAR (as course-28/14).
+    "course-32/16": replace(_COURSE_32, patch_size=16),
     # Its hybrid (notebook 08 on CIFAR): two stride-2 convolutions take 32 x 32 pixels to the same
     # 8 x 8 grid of tokens. Untuned: no CIFAR accuracy has been measured for it.
     "course-32/conv": replace(_COURSE_32, patch_size=1, stem_channels=(32, 64), stem_stride=2),

@@ -13,8 +13,8 @@ _B, _C, _SIDE, _P = 2, 3, 12, 4  # a 3 x 3 grid of 4 x 4 colour patches: N = 9, 
 _N, _K = (_SIDE // _P) ** 2, _P * _P * _C
 
 _MORE = (
-    "three steps: the images as patches, (B, N, K); the patches picked in patch_order along "
-    "axis 1, then each patch's numbers in pixel_order along axis 2; the patches back into images."
+    "three steps: the images as patches, (B, N, K); the patches picked in patch_order, then each "
+    "patch's numbers in pixel_order; the patches back into images."
 )
 
 
