@@ -15,8 +15,8 @@ the same problem as the image itself; to a CNN it is a harder one.
 The dataset table has a scrambled twin of every dataset ("fashion-mnist-scrambled", ...), with
 `DatasetInfo.scramble` set to half the image's side: a 2 x 2 grid of squares, 14 x 14 pixels for
 28 x 28 images (`datasets.scrambled_twin`). The larger the squares, the less of an image's
-layout the scramble leaves to a CNN (inside a 7 x 7 square it still reads how bright the square
-is and how much it varies), while nothing changes for a ViT whose patches are those squares:
+layout the scramble leaves to a CNN (our explanation, not measured: inside a 7 x 7 square it can
+still read how bright the square is and how much it varies), while nothing changes for a ViT whose patches are those squares:
 notebook 09 races that ViT against the CNN (benchmarks/vit_wins.py). The data layer scrambles
 the images last (cropped, flipped and normalised first, each colour channel with its own
 statistics: a scramble may move a number to another channel), so both models see the same
