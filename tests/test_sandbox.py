@@ -2,15 +2,17 @@
 
 Each test runs a small Python command in bubblewrap's sandbox, as the grader runs a student's
 notebook, and asserts the limit it meets (issue 38: shared memory, files counted, the error
-stream, the mount order that keeps a course under /tmp)."""
+stream, the mount order that keeps a course under /tmp, a user of its own when the grader is
+root)."""
 
+import os
 import sys
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import need_sandbox
-from vitcourse import sandbox
+from vitcourse import sandbox, sandbox_user
 from vitcourse.sandbox_memory import SHM_MB, memfd_filter
 
 
@@ -79,14 +81,101 @@ def test_the_sandbox_shows_no_host_paths_or_environment(tmp_path):
     need_sandbox()
     look = (
         "cmdline = open('/proc/1/cmdline', 'rb').read()\n"
-        "environ = open('/proc/1/environ', 'rb').read()\n"
-        "open('/grading/out/seen', 'wb').write(cmdline + b'|' + environ)\n"
+        "try:\n"
+        "    environ = open('/proc/1/environ', 'rb').read()\n"
+        "except PermissionError:\n"  # run as root, the student is not pid 1's user
+        "    environ = b'refused'\n"
+        "open('/grading/out/cmdline', 'wb').write(cmdline)\n"
+        "open('/grading/out/environ', 'wb').write(environ)\n"
     )
     done = _run(tmp_path, look)
     assert done.broke is None and done.returncode == 0, done.stderr[-2000:]
-    seen = (tmp_path / "out" / "seen").read_bytes()
+    seen = (tmp_path / "out" / "cmdline").read_bytes()
     assert b"--ro-bind" not in seen and str(tmp_path).encode() not in seen, seen
-    assert b"PATH=/usr/bin:/bin" in seen and b"HOME" not in seen.split(b"|")[1]
+    environ = (tmp_path / "out" / "environ").read_bytes()
+    if os.geteuid() == 0:
+        assert environ == b"refused", environ
+    else:
+        assert b"PATH=/usr/bin:/bin" in environ and b"HOME" not in environ, environ
+
+
+@pytest.mark.slow
+def test_a_thread_or_fork_bomb_meets_the_kernels_limit(tmp_path):
+    """The kernel stops a thread bomb at once (the grader's poll counts processes, not threads):
+    root's sandboxes run as a user of their own, so the limit applies and counts only them."""
+    need_sandbox()
+    bomb = (
+        "import os, threading, time\n"
+        "started = 0\n"
+        "try:\n"
+        "    while started < 5000:\n"
+        "        threading.Thread(target=time.sleep, args=(5,), daemon=True).start()\n"
+        "        started += 1\n"
+        "except RuntimeError:\n"
+        "    pass\n"
+        "open('/grading/out/seen', 'w').write(f'{started} {os.getuid()}')\n"
+    )
+    done = _run(tmp_path, bomb, processes=8)
+    assert done.broke is None and done.returncode == 0, done.stderr[-2000:]
+    started, uid = map(int, (tmp_path / "out" / "seen").read_text().split())
+    owner = (tmp_path / "out" / "seen").stat().st_uid
+    if os.geteuid() == 0:  # a user of its own: the limit counts this sandbox's tasks alone
+        assert owner in sandbox_user.SANDBOX_UIDS and uid == owner
+        assert started < 8 + sandbox_user.TASK_ROOM
+    else:  # the teacher: the limit counts the teacher's other tasks too
+        assert owner == os.getuid() and uid == 1000
+        assert started < 8 + sandbox_user.TASK_ROOM + sandbox_user.tasks_of_this_user()
+
+
+def test_tasks_are_counted_with_their_threads():
+    """A teacher's threads count against the kernel's process limit as much as processes do."""
+    import threading
+
+    before = sandbox_user.tasks_of_this_user()
+    stop = threading.Event()
+    threads = [threading.Thread(target=stop.wait) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    try:
+        assert sandbox_user.tasks_of_this_user() >= before + 6
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+
+
+def test_root_is_told_what_its_sandbox_user_cannot_read(tmp_path, monkeypatch):
+    """Run as root, the grader refuses at once, naming the folder, when the sandbox's user could
+    not read the course (or finds no setpriv); a teacher without root is never refused."""
+    private = tmp_path / "course"
+    private.mkdir(mode=0o700)
+    monkeypatch.setattr(sandbox_user.os, "geteuid", lambda: 0)
+    assert str(private) in sandbox_user.why_not([Path("/usr"), private])
+    assert sandbox_user.why_not([Path("/usr"), tmp_path / "missing"]) is None
+    monkeypatch.setattr(sandbox_user.shutil, "which", lambda name: None)
+    assert "setpriv" in sandbox_user.why_not([Path("/usr")])
+    monkeypatch.setattr(sandbox_user.os, "geteuid", lambda: 1000)
+    assert sandbox_user.why_not([private]) is None
+    assert sandbox_user.sandbox_user() is None
+
+
+def test_roots_sandbox_becomes_its_user_before_the_students_code():
+    """The command bubblewrap starts, run by root, is setpriv to a fresh user: no groups, no
+    capabilities, no way back; bubblewrap keeps only the two capabilities setpriv needs."""
+    args = sandbox._bwrap(["python"], sandbox.Box(seconds=1), Path("/a"), Path("/b"), Path("/c"),
+                          {}, None, 1_800_000_123)  # fmt: skip
+    command = args[args.index("--") + 1 :]
+    assert command[:5] == ["setpriv", "--reuid", "1800000123", "--regid", "1800000123"]
+    assert "--no-new-privs" in command and command[-2:] == ["--", "python"]
+    assert "--unshare-all" not in args and "--unshare-user" not in args
+    assert [args[i + 1] for i, a in enumerate(args) if a == "--cap-add"] == [
+        "CAP_SETUID",
+        "CAP_SETGID",
+    ]
+    teacher = sandbox._bwrap(["python"], sandbox.Box(seconds=1), Path("/a"), Path("/b"),
+                             Path("/c"), {})  # fmt: skip
+    assert "--unshare-all" in teacher and "--cap-add" not in teacher
+    assert teacher[teacher.index("--") + 1 :] == ["python"]
 
 
 def test_the_hosts_own_folders_are_never_counted():

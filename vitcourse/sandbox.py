@@ -14,7 +14,10 @@
   `vitcourse.sandbox_memory`), number of processes, and its output folder's size and number of
   files and folders, and its error stream's size.
   Each process also gets kernel limits that stop a single runaway at once: address space (the
-  memory limit plus `VIRTUAL_ROOM_GB`), file size, no core files, and a number of processes (which Linux does not apply to root).
+  memory limit plus `VIRTUAL_ROOM_GB`), file size, no core files, and a number of processes and
+  threads (`TASK_ROOM`).
+- **Never root**: run as root, the grader starts each sandbox as a user of its own, handed its
+  folders as open descriptors (see `vitcourse.sandbox_user`).
 - **Without bubblewrap** (`sandbox=False`, the grader's `--no-sandbox`), the same command runs as
   the teacher with the same limits and nothing else: see `EXPOSED`.
 """
@@ -33,7 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import vitcourse
-from vitcourse.sandbox_memory import SHM_MB, memfd_filter, tmpfs_bytes
+from vitcourse import sandbox_user as users
+from vitcourse.sandbox_memory import SHM_MB, memfd_filter, resident_bytes, tmpfs_bytes
 
 EXPOSED = (
     "without a sandbox the students' code runs as you: it can read and change your files (your "
@@ -102,7 +106,11 @@ def bubblewrap() -> str | None:
     if tried.returncode != 0:
         last = (tried.stderr.strip().splitlines() or ["no message"])[-1]
         return f"bubblewrap cannot make a sandbox here ({last})"
-    return None
+    from vitcourse.environment import default_root
+
+    needed = [*_read_only_roots(), package_dir(), package_dir() / "__init__.py"]
+    needed += [default_root().resolve(), Path(sys.executable).resolve(), Path(os.__file__)]
+    return users.why_not(needed)
 
 
 def _read_only_roots() -> list[Path]:
@@ -143,31 +151,43 @@ def _bwrap(
     passwd: Path,
     env: dict,
     seccomp: int | None = None,
+    user: int | None = None,
 ) -> list[str]:
-    args = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
-    args += ["--uid", "1000", "--gid", "1000"]  # not the teacher, even where the grader is root
+    """bubblewrap's command line. `user`: the host user the command becomes (the grader is root,
+    see `vitcourse.sandbox_user`); None: the teacher, as uid 1000 of a user namespace."""
+    args = ["bwrap", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    if user is None:
+        args += ["--unshare-all", "--uid", "1000", "--gid", "1000"]
+    else:  # every namespace but the user's: its first command may change user, then drops all
+        args += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts"]
+        args += ["--unshare-cgroup-try", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+        command = users.as_user(user, command)
     args += ["--clearenv", "--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev"]
     # /dev's own tmpfs may hold half the machine's memory, unaccounted: read-only, with a small
     # /dev/shm of its own (its use, and /tmp's, count towards the memory limit: see `_watch`).
-    args += ["--size", str(SHM_MB * 2**20), "--tmpfs", "/dev/shm"]
+    args += ["--perms", "1777", "--size", str(SHM_MB * 2**20), "--tmpfs", "/dev/shm"]
     if seccomp is not None:  # memfd_create refused: pages never mapped escape any count
         args += ["--seccomp", str(seccomp)]
     # The private /tmp first, then the binds: a later tmpfs would hide a course or a virtual
     # environment that lives under /tmp (every student would get "No module named vitcourse").
-    args += ["--size", str(int(box.tmp_mb * 2**20)), "--tmpfs", "/tmp", "--dir", "/tmp/home"]
-    args += ["--dir", "/tmp/work"]
-    for root in _read_only_roots():
-        if root.is_symlink():
-            args += ["--symlink", os.readlink(root), str(root)]
-        else:
-            args += ["--ro-bind", str(root), str(root)]
-    args += ["--ro-bind", str(box.package or package_dir()), str(package_dir())]
+    args += ["--perms", "1777", "--size", str(int(box.tmp_mb * 2**20)), "--tmpfs", "/tmp"]
+    args += ["--perms", "0777", "--dir", "/tmp/home", "--perms", "0777", "--dir", "/tmp/work"]
+    binds = [(str(root), str(root)) for root in _read_only_roots() if not root.is_symlink()]
+    binds += [(str(box.package or package_dir()), str(package_dir()))]
     if box.data:
         from vitcourse.environment import default_root
 
-        args += ["--ro-bind", str(default_root().resolve()), str(default_root().resolve())]
-    args += ["--ro-bind", str(passwd), "/etc/passwd"]
-    args += ["--ro-bind", str(given), str(INSIDE / "in"), "--bind", str(out), str(INSIDE / "out")]
+        binds += [(str(default_root().resolve()), str(default_root().resolve()))]
+    binds += [(str(passwd), "/etc/passwd"), (str(given), str(INSIDE / "in"))]
+    # bubblewrap makes the folders above a bind private to itself: open them to all users.
+    for folder in sorted({str(p) for _, d in binds for p in Path(d).parents} - {"/", "/tmp"}):
+        args += ["--perms", "0755", "--dir", folder]
+    for root in _read_only_roots():
+        if root.is_symlink():
+            args += ["--symlink", os.readlink(root), str(root)]
+    for source, destination in binds:
+        args += ["--ro-bind", source, destination]
+    args += ["--bind", str(out), str(INSIDE / "out")]
     env = dict(env, HOME="/tmp/home", PATH=f"{Path(sys.executable).parent}:/usr/bin:/bin")
     env |= {"TMPDIR": "/tmp", "LANG": "C.UTF-8"}
     for name, value in env.items():
@@ -183,8 +203,9 @@ def _outside(arg: str, given: Path, out: Path) -> str:
     return arg
 
 
-def _limit(box: Box):
-    """Kernel limits for the sandbox's first process, inherited by all it starts."""
+def _limit(box: Box, tasks: int):
+    """Kernel limits for the sandbox's first process, inherited by all it starts. `tasks`: the
+    processes and threads its user has already (none for a user of its own)."""
 
     def apply() -> None:
         memory = int((box.memory_gb + VIRTUAL_ROOM_GB) * 2**30)
@@ -193,7 +214,7 @@ def _limit(box: Box):
             (resource.RLIMIT_AS, memory),
             (resource.RLIMIT_FSIZE, size),
             (resource.RLIMIT_CORE, 0),
-            (resource.RLIMIT_NPROC, _processes_of_this_user() + box.processes),
+            (resource.RLIMIT_NPROC, tasks + box.processes + users.TASK_ROOM),
         ):
             try:
                 resource.setrlimit(which, (value, value))
@@ -201,18 +222,6 @@ def _limit(box: Box):
                 pass
 
     return apply
-
-
-def _processes_of_this_user() -> int:
-    uid = os.getuid()
-    return sum(1 for p in Path("/proc").iterdir() if p.name.isdigit() and _owner(p) == uid)
-
-
-def _owner(path: Path) -> int | None:
-    try:
-        return path.stat().st_uid
-    except OSError:
-        return None
 
 
 def _tree(root: int) -> list[int]:
@@ -233,18 +242,6 @@ def _tree(root: int) -> list[int]:
         found.append(pid)
         todo += parents.get(pid, [])
     return found
-
-
-def _resident_bytes(pids: list[int]) -> int:
-    total = 0
-    for pid in pids:
-        try:
-            total += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * os.sysconf(
-                "SC_PAGE_SIZE"
-            )
-        except (OSError, IndexError, ValueError):
-            pass
-    return total
 
 
 def folder_usage(folder: Path, most: int = MAX_ENTRIES) -> tuple[int, int]:
@@ -320,14 +317,18 @@ def run(
     # Beside `out`, in the grader's own work folder: nothing is left in /tmp if the grader dies.
     with tempfile.TemporaryDirectory(prefix="box-", dir=out.parent) as tmp:
         keep: tuple[int, ...] = ()
+        user = users.sandbox_user() if sandbox else None
         if sandbox:
             passwd = Path(tmp) / "passwd"
-            passwd.write_text("student:x:1000:1000:student:/tmp/home:/bin/false\n")
+            passwd.write_text(f"student:x:{user or 1000}:{user or 1000}::/tmp/home:/bin/false\n")
+            for path in (given, box.package, passwd) if user else ():  # for a user of no group
+                users.readable_by_all(path)
             program = memfd_filter()
             if program is not None:
                 (Path(tmp) / "seccomp").write_bytes(program)
                 keep = (os.open(Path(tmp) / "seccomp", os.O_RDONLY),)
-            full = _bwrap(command, box, given, out, passwd, env, *keep)
+            seccomp = keep[0] if keep else None
+            full = _bwrap(command, box, given, out, passwd, env, seccomp, user)
             # Its arguments (the host paths it binds) from a file, not its command line, and no
             # environment of the teacher's: the sandbox's /proc/1 shows neither.
             options = full[1 : full.index("--")]
@@ -335,7 +336,7 @@ def run(
             keep += (os.open(Path(tmp) / "args", os.O_RDONLY),)
             bwrap = shutil.which("bwrap") or "bwrap"
             full = [bwrap, "--args", str(keep[-1]), *full[full.index("--") :]]
-            cwd, process_env = tmp, {"PATH": "/usr/bin:/bin"}
+            cwd, process_env = "/", {"PATH": "/usr/bin:/bin"}
         else:
             full = [_outside(a, given, out) for a in command]
             cwd, process_env = tmp, dict(os.environ, **env)
@@ -351,7 +352,7 @@ def run(
                     stdout=subprocess.DEVNULL,
                     stderr=errors,
                     start_new_session=True,  # its own process group, killed as one
-                    preexec_fn=_limit(box),
+                    preexec_fn=_limit(box, 0 if user else users.tasks_of_this_user()),
                     pass_fds=keep,
                 )
             finally:
@@ -380,7 +381,7 @@ def _watch(
         used, entries = folder_usage(out)
         if now > (started or start + box.startup) + box.seconds:
             broke = "time"
-        elif _resident_bytes(pids) + (tmpfs_bytes(pids) if sandbox else 0) > box.memory_gb * 2**30:
+        elif resident_bytes(pids) + (tmpfs_bytes(pids) if sandbox else 0) > box.memory_gb * 2**30:
             broke = "memory"
         elif len(pids) > box.processes:
             broke = "processes"

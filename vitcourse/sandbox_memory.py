@@ -20,6 +20,7 @@ from __future__ import annotations
 import errno
 import os
 import struct
+from pathlib import Path
 
 SHM_MB = 64  # a sandbox's /dev/shm
 # {machine: (its seccomp audit architecture, memfd_create's number there)}
@@ -65,4 +66,15 @@ def tmpfs_bytes(pids: list[int]) -> int:
             except OSError:
                 continue
             total += (found.f_blocks - found.f_bfree) * found.f_frsize
+    return total
+
+
+def resident_bytes(pids: list[int]) -> int:
+    """The resident memory of the processes `pids`, summed (shared pages count in each)."""
+    total, page = 0, os.sysconf("SC_PAGE_SIZE")
+    for pid in pids:
+        try:
+            total += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * page
+        except (OSError, IndexError, ValueError):
+            pass
     return total
