@@ -23,8 +23,9 @@ import time
 import torch
 
 from vitcourse.environment import pick_device
+from vitcourse.presets import PRESETS
 from vitcourse.training import TrainConfig, make_optimizer, train_step
-from vitcourse.vit import PRESETS, VisionTransformer
+from vitcourse.vit import VisionTransformer
 
 KINDS = ("fp32", "bf16", "fp16", "compiled")
 

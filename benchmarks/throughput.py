@@ -21,7 +21,8 @@ import timm
 import torch
 
 from vitcourse.environment import pick_device
-from vitcourse.vit import PRESETS, VisionTransformer, ViTConfig
+from vitcourse.presets import PRESETS
+from vitcourse.vit import VisionTransformer, ViTConfig
 
 
 def timm_twin(config: ViTConfig) -> torch.nn.Module:

@@ -38,8 +38,9 @@ from vitcourse.data import DatasetInfo, dataset_info, make_loaders
 from vitcourse.datasets import scrambled_twin
 from vitcourse.environment import pick_device
 from vitcourse.evaluation import evaluate
+from vitcourse.presets import preset_for
 from vitcourse.training import TrainConfig, Trainer
-from vitcourse.vit import VisionTransformer, preset_for
+from vitcourse.vit import VisionTransformer
 
 
 def race_model(kind: str, info: DatasetInfo, minutes: float, seed: int) -> dict:

@@ -26,7 +26,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from vitcourse.data import dataset_info, denormalize, load_dataset  # noqa: E402
 from vitcourse.diagrams import model_map_figure  # noqa: E402
-from vitcourse.vit import preset_for  # noqa: E402
+from vitcourse.presets import preset_for  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 NOTEBOOKS = HERE.parent / "notebooks"

@@ -14,7 +14,8 @@ from vitcourse.analysis import (
     position_embedding_similarity,
 )
 from vitcourse.embedding import position_similarity
-from vitcourse.vit import PRESETS, VisionTransformer, ViTConfig
+from vitcourse.presets import PRESETS
+from vitcourse.vit import VisionTransformer, ViTConfig
 
 
 def maps_from(patch_weights: torch.Tensor, layers=1, batch=1, heads=1) -> torch.Tensor:

@@ -74,3 +74,27 @@ def test_progress_bar_counts_steps_or_budget_seconds(monkeypatch):
     trainer = new_trainer(TrainConfig(minutes=3 / 60), [bar])
     trainer.fit()
     assert bar.bar.total == bar.bar.n == 3 and trainer.step == 30
+
+
+def test_a_callback_can_stop_training_cleanly(tmp_path, toy_loaders):
+    """A callback that raises StopTraining after 5 steps ends fit there: the model, its history
+    and a checkpoint are kept, as after Ctrl-C, and the trainer says why it stopped."""
+    from vitcourse.callbacks import Callback, CheckpointCallback, StopTraining
+    from vitcourse.checkpoints import load_checkpoint
+
+    class FiveSteps(Callback):
+        def on_step_end(self, trainer, loss):
+            if trainer.step == 5:
+                raise StopTraining("five steps are enough")
+
+    path = tmp_path / "checkpoint.pt"
+    trainer = new_trainer(callbacks=[FiveSteps(), CheckpointCallback(path)])
+    before = {k: v.clone() for k, v in trainer.model.state_dict().items()}
+    history = trainer.fit()
+    assert trainer.step == 5 and len(history.step_losses) == 5
+    assert trainer.stopped == "five steps are enough" and not trainer.interrupted
+    assert any(not torch.equal(v, before[k]) for k, v in trainer.model.state_dict().items())
+    assert load_checkpoint(path)["schedule"]["step"] == 5
+    trainer.callbacks = []  # fit again: no stop left, so it trains to the end
+    trainer.fit()
+    assert trainer.stopped is None and trainer.step > 5

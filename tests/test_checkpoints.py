@@ -1,6 +1,8 @@
 """vitcourse.checkpoints: safe files for models and training runs, and the registry of model kinds."""
 
 import dataclasses
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -8,6 +10,7 @@ import torch
 
 from vitcourse.checkpoints import (
     ARCHITECTURES,
+    TRAINED_DIR,
     TRAINED_MODEL,
     CheckpointError,
     build_model,
@@ -19,8 +22,9 @@ from vitcourse.checkpoints import (
 )
 from vitcourse.cnn import SmallCNN
 from vitcourse.data import load_dataset
+from vitcourse.presets import preset_for
 from vitcourse.training import TrainConfig, Trainer
-from vitcourse.vit import VisionTransformer, preset_for
+from vitcourse.vit import VisionTransformer
 
 
 def test_corrupt_and_mismatched_checkpoints_name_the_file(tmp_path, tiny_vit, toy_loaders):
@@ -167,3 +171,18 @@ def test_the_shipped_inside_model_has_room_to_look_inside():
     with torch.no_grad():
         accuracy = (model(images).argmax(-1) == labels).float().mean().item()
     assert abs(accuracy - info["test_acc"]) < 0.03
+
+
+def test_every_shipped_model_loads_in_a_fresh_process():
+    """With nothing imported but the checkpoints module: every model kind is registered where
+    checkpoints are read (the masked autoencoder once needed `import vitcourse.pretraining`)."""
+    files = sorted(str(p) for p in TRAINED_DIR.glob("*.pt"))
+    code = (
+        "import sys\nfrom vitcourse.checkpoints import load_model\n"
+        f"print([load_model(f).architecture for f in {files!r}])\n"
+        "print('vitcourse.pretraining' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    kinds, trainer_loaded = done.stdout.split("\n")[:2]
+    assert "mae" in kinds and "vit" in kinds and trainer_loaded == "False", done.stdout

@@ -8,12 +8,13 @@ import torch
 from vitcourse.cnn import CNN_PRESETS, CNNConfig, SmallCNN, cnn_preset_for
 from vitcourse.data import dataset_info
 from vitcourse.embedding import conv_bn_relu
+from vitcourse.presets import preset
 from vitcourse.training import (
     TrainConfig,
     Trainer,
     evaluate,
 )
-from vitcourse.vit import VisionTransformer, preset
+from vitcourse.vit import VisionTransformer
 
 
 def test_presets_match_the_vits_parameter_count():

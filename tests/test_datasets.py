@@ -23,7 +23,7 @@ def test_cifar100_has_its_100_classes_in_torchvisions_order():
 @pytest.mark.parametrize("name", list(DATASETS))
 def test_every_dataset_entry_names_models_that_exist(name):
     from vitcourse.cnn import CNN_PRESETS
-    from vitcourse.vit import PRESETS
+    from vitcourse.presets import PRESETS
 
     info = dataset_info(name)
     vits = [PRESETS[info.vit_preset], PRESETS[info.train_preset], PRESETS[info.hybrid_preset]]

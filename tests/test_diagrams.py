@@ -13,7 +13,8 @@ from vitcourse.diagrams import (  # noqa: E402
     attention_shapes_figure,
     norm_placement_figure,
 )
-from vitcourse.vit import PRESETS, VisionTransformer, preset_for  # noqa: E402
+from vitcourse.presets import PRESETS, preset_for  # noqa: E402
+from vitcourse.vit import VisionTransformer  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,4 @@
-"""vitcourse.distillation and vit.DistilledViT: DeiT's distillation token and losses (notebook 09)."""
+"""vitcourse.distillation and deit.DistilledViT: DeiT's distillation token and losses (notebook 09)."""
 
 import dataclasses
 import math
@@ -8,10 +8,11 @@ import torch
 
 from vitcourse.checkpoints import load_model, save_model
 from vitcourse.cnn import SmallCNN
+from vitcourse.deit import DistilledViT
 from vitcourse.distillation import DistillationTrainer, distillation_loss
 from vitcourse.live import cls_attention
 from vitcourse.training import TrainConfig, Trainer
-from vitcourse.vit import DistilledViT, VisionTransformer
+from vitcourse.vit import VisionTransformer
 
 LOGITS = {
     "cls": torch.tensor([[2.0, 0.0, -1.0], [0.5, 0.5, 1.0]]),

@@ -21,7 +21,8 @@ from vitcourse.data import (
     load_dataset,
     make_loaders,
 )
-from vitcourse.vit import VisionTransformer, preset_for
+from vitcourse.presets import preset_for
+from vitcourse.vit import VisionTransformer
 
 RED, GREEN, BLUE, WHITE = (255, 0, 0), (0, 255, 0), (0, 0, 255), (255, 255, 255)
 

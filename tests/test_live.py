@@ -109,7 +109,7 @@ def test_the_course_models_live_figure_is_readable_in_the_books_column():
     import matplotlib
 
     from vitcourse.live import LivePlot
-    from vitcourse.vit import preset
+    from vitcourse.presets import preset
 
     column, dpi = 768, 100  # measured in Chromium: the article less its padding
     model = VisionTransformer(preset("course-28/7"))

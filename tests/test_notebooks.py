@@ -186,7 +186,7 @@ def test_notebook_09_classroom_path_trains_nothing_and_looks_inside_a_pretrained
     import timm
     import torch
 
-    from vitcourse.vit import PRETRAINED
+    from vitcourse.pretrained import PRETRAINED
 
     weights = tmp_path / "vit-ti.pth"
     if online:

@@ -8,7 +8,9 @@ import torch
 
 from vitcourse import pretrain, train
 from vitcourse.checkpoints import load_checkpoint, load_model, save_model
-from vitcourse.vit import DistilledViT, VisionTransformer, preset, preset_for
+from vitcourse.deit import DistilledViT
+from vitcourse.presets import preset, preset_for
+from vitcourse.vit import VisionTransformer
 
 pytestmark = pytest.mark.slow  # each test trains through the real data pipeline: seconds each
 

@@ -6,18 +6,18 @@ import pytest
 import torch
 
 from vitcourse.checkpoints import load_model, save_model
-from vitcourse.patching import patchify
-from vitcourse.pretraining import (
+from vitcourse.mae import (
     MAEConfig,
     MaskedAutoencoder,
-    PretrainTrainer,
     hidden_count,
     masked_patch_loss,
-    plot_reconstructions,
     random_masking,
 )
+from vitcourse.patching import patchify
+from vitcourse.presets import preset
+from vitcourse.pretraining import PretrainTrainer, plot_reconstructions
 from vitcourse.training import TrainConfig
-from vitcourse.vit import VisionTransformer, preset
+from vitcourse.vit import VisionTransformer
 
 
 def tiny_mae(tiny_rgb_vit, **changes) -> MaskedAutoencoder:

@@ -9,10 +9,10 @@ import pytest
 from vitcourse import pretrain, train
 from vitcourse.checkpoints import load_checkpoint, load_model, save_model
 from vitcourse.cnn import SmallCNN, cnn_preset_for
-from vitcourse.pretraining import MaskedAutoencoder
+from vitcourse.mae import MaskedAutoencoder
+from vitcourse.presets import preset_for
 from vitcourse.runs import RunFolder, command_line, resumed_train_config, run_length
 from vitcourse.training import TrainConfig
-from vitcourse.vit import preset_for
 
 # run.json as `python -m vitcourse.pretrain` wrote it before the run was a frozen `PretrainRun`:
 # the file's text, key order included, so runs written then stay readable.

@@ -10,8 +10,9 @@ from PIL import Image
 from vitcourse.batching import InMemoryImages
 from vitcourse.data import dataset_info, image_transform, load_dataset, make_loaders
 from vitcourse.patching import patchify
+from vitcourse.presets import preset_for
 from vitcourse.scrambling import scramble, scramble_fixed, scramble_orders
-from vitcourse.vit import VisionTransformer, preset_for
+from vitcourse.vit import VisionTransformer
 
 
 def test_scramble_moves_patches_and_pixels_by_the_orders_and_loses_nothing():

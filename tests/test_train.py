@@ -9,8 +9,9 @@ import torch
 from vitcourse import train
 from vitcourse.checkpoints import CheckpointError, load_checkpoint, load_model
 from vitcourse.cnn import SmallCNN
+from vitcourse.presets import PRESETS
 from vitcourse.training import Trainer
-from vitcourse.vit import PRESETS, VisionTransformer
+from vitcourse.vit import VisionTransformer
 
 pytestmark = pytest.mark.slow  # each test trains through the real data pipeline: seconds each
 
@@ -142,7 +143,7 @@ def test_cli_writes_tensorboard_events_and_a_transformers_model(tmp_path, capsys
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     from vitcourse.data import make_loaders
-    from vitcourse.vit import from_transformers
+    from vitcourse.pretrained import from_transformers
 
     out = tmp_path / "run"
     argv = ["--out", str(out), "--device", "cpu", "--preset", "course-28/7"]

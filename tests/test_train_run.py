@@ -10,9 +10,10 @@ from vitcourse import train, train_run
 from vitcourse.checkpoints import save_model
 from vitcourse.cnn import CNNConfig, SmallCNN, cnn_preset_for
 from vitcourse.data import dataset_info
+from vitcourse.presets import PRESETS, preset
 from vitcourse.runs import RunFolder
 from vitcourse.training import TrainConfig
-from vitcourse.vit import PRESETS, VisionTransformer, preset
+from vitcourse.vit import VisionTransformer
 
 # run.json as `python -m vitcourse.train --model cnn --fraction 0.25` wrote it before the run was
 # a frozen `TrainRun`: the file's text, key order included, so runs written then stay readable.

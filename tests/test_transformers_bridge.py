@@ -15,18 +15,13 @@ from pathlib import Path
 import pytest
 import torch
 
-import vitcourse.vit as vit_module
+import vitcourse.pretrained as vit_module
 from tests.conftest import TINY_RGB_VIT, need
 from vitcourse.checkpoints import TRAINED_MODEL, build_model, load_model
-from vitcourse.vit import (
-    DistilledViT,
-    PretrainedUnavailable,
-    VisionTransformer,
-    ViTConfig,
-    from_transformers,
-    preset,
-    to_transformers,
-)
+from vitcourse.deit import DistilledViT
+from vitcourse.presets import preset
+from vitcourse.pretrained import PretrainedUnavailable, from_transformers, to_transformers
+from vitcourse.vit import VisionTransformer, ViTConfig
 
 REPO = Path(__file__).resolve().parent.parent
 ATOL = 1e-4  # the bridge's promise: logits equal within this

@@ -10,16 +10,9 @@ import torchvision
 import vitcourse
 from tests.conftest import TINY_RGB_VIT
 from vitcourse.embedding import sincos_2d_position_embedding
-from vitcourse.vit import (
-    PRESETS,
-    VisionTransformer,
-    ViTConfig,
-    count_parameters,
-    from_timm,
-    from_torchvision,
-    preset,
-    preset_for,
-)
+from vitcourse.presets import PRESETS, preset, preset_for
+from vitcourse.pretrained import from_timm, from_torchvision
+from vitcourse.vit import VisionTransformer, ViTConfig, count_parameters
 
 
 def randomize(model):
@@ -439,8 +432,8 @@ def test_token_pixels_is_the_spacing_of_tokens_on_the_image():
 def test_load_pretrained_reads_timms_weights_from_a_file(tmp_path, monkeypatch):
     """The real loading path (timm.create_model with pretrained=True), on a weights file that a
     randomly initialised timm model wrote: no download."""
-    import vitcourse.vit as vit_module
-    from vitcourse.vit import PRETRAINED, PretrainedUnavailable, load_pretrained
+    import vitcourse.pretrained as vit_module
+    from vitcourse.pretrained import PRETRAINED, PretrainedUnavailable, load_pretrained
 
     theirs = timm.create_model(PRETRAINED, pretrained=False).eval()
     torch.save(theirs.state_dict(), tmp_path / "weights.pth")

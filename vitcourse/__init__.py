@@ -19,8 +19,12 @@ Each module is one concept, introduced by one notebook (Dosovitskiy et al., "An 
     embedding           notebook 02: patch embedding, position embeddings
     attention           notebook 03: scaled dot-product and multi-head self-attention
     block               notebook 04: the pre-norm transformer block
-    vit                 notebook 05: the whole model, its presets (`preset_for(dataset)`),
-                        `count_parameters`, timm/torchvision weights
+    vit                 notebook 05: the whole model (`ViTConfig`, `VisionTransformer`) and
+                        `count_parameters`; it imports only the four files above and torch
+    presets             the named sizes (the paper's, the course's) and `preset_for(dataset)`
+    pretrained          weights from timm, torchvision and transformers, and back to transformers
+    deit, mae           notebook 09: the distilled ViT (DeiT) and the masked autoencoder, models
+                        only (their trainers are distillation and pretraining)
     checks/             notebooks 01-09: exercise checks with hints, one module per module it
                         checks (`checks.attention` checks `attention`), a harness and a registry
     widgets, diagrams   notebooks 01-05: interactive explorers; the model drawn with its shapes
@@ -31,13 +35,12 @@ Each module is one concept, introduced by one notebook (Dosovitskiy et al., "An 
     resuming            notebook 06: what a checkpoint holds; an interrupted epoch goes on
     scaling             the README's "Scaling up": mixed precision, torch.compile, torchrun
     checkpoints         notebook 06: model files saved and loaded safely; the registry of
-                        model kinds (ViT, CNN); the shipped trained models
+                        model kinds (ViT, CNN, DeiT, MAE); the shipped trained models
     live                notebook 06: the live plot of curves and attention maps
     analysis            notebooks 06-08: attention rollout, attention distance, Figure 7
     cnn                 notebook 08: a small CNN, to race the ViT
-    pretraining         notebook 09: masked-patch pre-training (MAE): masking, loss, model, trainer
-    distillation        notebook 09: DeiT's distillation losses and trainer (the student,
-                        `DistilledViT`, lives in vit)
+    pretraining         notebook 09: masked-patch pre-training (MAE): its recipe and trainer
+    distillation        notebook 09: DeiT's distillation losses and trainer
     runs, train_run     the command lines' run folder (run.json, resume, metrics, model.pt) and
                         the frozen description of a training run
     train, pretrain     python -m vitcourse.train / vitcourse.pretrain
@@ -45,13 +48,16 @@ Each module is one concept, introduced by one notebook (Dosovitskiy et al., "An 
     grade_worker,       the two sandboxed steps: the notebook run, then each answer run on the
       grade_probe       check's inputs without the course's solution; the verdict is grading's
     sandbox, gradebook  bubblewrap and its limits; the journal, grades.csv, gradebook.csv, reports
+    sandbox_memory,     shared memory counted in a sandbox; who a sandbox runs as (never root)
+      sandbox_user
     tensorboard         notebook 10: a training run written for TensorBoard (a callback)
     lightning           notebook 10: the course's recipe as a Lightning module (the extras;
                         nothing else imports it)
 
 Imports flow one way, from the bottom up (tests/test_package.py checks there is no cycle,
 subpackages included): hosting, then environment, scaling, the data modules, then the model
-pieces (patching, embedding, attention, block, then vit and cnn), then checkpoints, the training
+pieces (patching, embedding, attention, block, vit; then presets, deit, mae, pretrained and
+cnn), then checkpoints, the training
 rooms (evaluation, clock, callbacks, resuming) and training, then live, pretraining and
 distillation, and the command lines (runs, train_run, train, pretrain). analysis, widgets and
 diagrams read the model pieces only; checks reads them and the references of training,

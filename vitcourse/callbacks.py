@@ -1,7 +1,8 @@
 """Callbacks: what happens around the training loop, kept out of it (notebook 06).
 
 A `Callback` overrides any of four events, `on_fit_start`, `on_step_end`, `on_epoch_end` and
-`on_fit_end`, and the `Trainer` calls it there with itself. The course's callbacks: a progress
+`on_fit_end`, and the `Trainer` calls it there with itself; one that raises `StopTraining` ends
+the training there. The course's callbacks: a progress
 bar (`ProgressCallback`), checkpoints after every epoch and on Ctrl-C (`CheckpointCallback`),
 accuracy against training time (`Timeline`, notebook 08's race), and the live plot of
 `vitcourse.live`. Each one reads the trainer (`trainer.step`, `trainer.history`,
@@ -23,8 +24,16 @@ if TYPE_CHECKING:  # for the type hints only: the trainer imports the callbacks,
     from vitcourse.training import Trainer
 
 
+class StopTraining(Exception):
+    """Raise it in a callback to end `Trainer.fit` there, cleanly: the model and the history are
+    kept, as after Ctrl-C, and `trainer.stopped` says why (the message you gave). An early stop
+    on a plateau, or a budget of your own, is a callback that raises it (fastai's
+    `CancelFitException` does the same)."""
+
+
 class Callback:
-    """Override any of these to act during training (progress, plots, checkpoints)."""
+    """Override any of these to act during training (progress, plots, checkpoints). Raising
+    `StopTraining` in one of them ends training."""
 
     def on_fit_start(self, trainer: Trainer) -> None: ...
 
@@ -76,7 +85,7 @@ class CheckpointCallback(Callback):
         trainer.save(self.path)
 
     def on_fit_end(self, trainer: Trainer) -> None:
-        if trainer.interrupted:
+        if trainer.interrupted or trainer.stopped:
             trainer.save(self.path)
             print(f"saved {self.path}; resume with Trainer.resume or --resume", file=sys.stderr)
 

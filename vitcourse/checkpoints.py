@@ -23,8 +23,10 @@ from torch import nn
 
 from vitcourse.cnn import CNNConfig, SmallCNN
 from vitcourse.data import dataset_info
+from vitcourse.deit import DistilledViT
 from vitcourse.environment import default_root
-from vitcourse.vit import DistilledViT, VisionTransformer, ViTConfig
+from vitcourse.mae import MAEConfig, MaskedAutoencoder
+from vitcourse.vit import VisionTransformer, ViTConfig
 
 # Models trained by the command-line trainer and shipped with the course (the README says how).
 TRAINED_DIR = Path(__file__).resolve().parent.parent / "data" / "trained"
@@ -61,7 +63,7 @@ def register_architecture(model_class: type[nn.Module], config_class: type) -> t
 register_architecture(VisionTransformer, ViTConfig)
 register_architecture(SmallCNN, CNNConfig)
 register_architecture(DistilledViT, ViTConfig)  # notebook 09's student of a CNN teacher
-# The masked autoencoder of notebook 09 registers itself in vitcourse.pretraining.
+register_architecture(MaskedAutoencoder, MAEConfig)  # notebook 09's pre-training, decoder kept
 
 
 def trained_dir() -> Path:
@@ -130,9 +132,8 @@ def build_model(architecture: str, config: dict) -> nn.Module:
     """A new, untrained model of a registered architecture ("vit", "cnn", ...), from its config as
     a plain dict (as checkpoints store it)."""
     if architecture not in ARCHITECTURES:
-        hint = " (import vitcourse.pretraining first)" if architecture == "mae" else ""
         raise ValueError(
-            f"unknown architecture {architecture!r}: expected one of {list(ARCHITECTURES)}{hint}"
+            f"unknown architecture {architecture!r}: expected one of {list(ARCHITECTURES)}"
         )
     model_class, config_class = ARCHITECTURES[architecture]
     return model_class(config_class(**config))

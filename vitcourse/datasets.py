@@ -31,8 +31,9 @@ class DatasetInfo:
     hflip: bool  # is a mirrored image still the same class? (a shoe yes, a "2" no)
     crop_padding: int  # random-crop augmentation: pad by this much, then crop back to size
     archives: tuple[str, ...]  # files under the data folder that torchvision unpacks offline
-    # The course's models for this dataset, by preset name (`vitcourse.vit.PRESETS`,
-    # `vitcourse.cnn.CNN_PRESETS`); `vit.preset_for(name)` and `cnn.cnn_preset_for(name)` build them.
+    # The course's models for this dataset, by preset name (`vitcourse.presets.PRESETS`,
+    # `vitcourse.cnn.CNN_PRESETS`); `presets.preset_for(name)` and `cnn.cnn_preset_for(name)`
+    # build them.
     vit_preset: str  # the pure ViT the notebooks build, train and look inside
     train_preset: str  # the command-line trainer's default ViT (for 28 x 28 images, a hybrid)
     hybrid_preset: str  # a hybrid ViT (convolutional stem) for notebook 08's race

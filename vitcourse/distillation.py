@@ -90,7 +90,7 @@ class DistillationTrainer(Trainer):
         super().__init__(model, loaders, config, **kwargs)
         if getattr(model, "num_prefix_tokens", 1) != 2:
             raise TypeError(
-                f"the student needs a distillation token (vitcourse.vit.DistilledViT); got a "
+                f"the student needs a distillation token (vitcourse.deit.DistilledViT); got a "
                 f"{type(model).__name__}"
             )
         classes = (model.config.num_classes, teacher.config.num_classes)

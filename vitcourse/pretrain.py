@@ -31,16 +31,11 @@ import torch
 
 from vitcourse.data import dataset_info, denormalize, make_loaders
 from vitcourse.environment import pick_device, quick_mode
-from vitcourse.pretraining import (
-    PRETRAIN_RECIPE,
-    MAEConfig,
-    MaskedAutoencoder,
-    PretrainTrainer,
-    plot_reconstructions,
-)
+from vitcourse.mae import MAEConfig, MaskedAutoencoder
+from vitcourse.presets import PRESETS, preset_for
+from vitcourse.pretraining import PRETRAIN_RECIPE, PretrainTrainer, plot_reconstructions
 from vitcourse.runs import RunFolder, command_line, resumed_train_config, run_length
 from vitcourse.training import TrainConfig
-from vitcourse.vit import PRESETS, preset_for
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

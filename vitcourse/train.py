@@ -20,7 +20,7 @@ one epoch unless --epochs or --minutes say otherwise.
 
 --init PATH starts from a trained or pre-trained ViT's weights (`python -m vitcourse.pretrain`
 writes one) with a new head for the dataset's classes; --freeze then trains the head alone (a
-linear probe). --teacher PATH trains a DeiT student (`vitcourse.vit.DistilledViT`) against the
+linear probe). --teacher PATH trains a DeiT student (`vitcourse.deit.DistilledViT`) against the
 trained model in PATH (the course's CNN, say): `vitcourse.distillation`.
 
 On a GPU it computes in bfloat16 or float16 (--precision) and keeps the data on the GPU; --compile
@@ -52,10 +52,10 @@ from vitcourse.checkpoints import load_checkpoint
 from vitcourse.distillation import DistillationTrainer
 from vitcourse.environment import quick_mode
 from vitcourse.folders import SIZES_THAT_WORK
+from vitcourse.presets import PRESETS
 from vitcourse.scaling import PRECISIONS, init_distributed
 from vitcourse.train_run import CPU_BATCH, GPU_BATCH, TrainRun, plan
 from vitcourse.training import TrainConfig, Trainer, evaluate
-from vitcourse.vit import PRESETS
 
 
 def _channels(text: str) -> tuple[int, ...]:

@@ -27,9 +27,10 @@ from vitcourse.distillation import DistillationTrainer
 from vitcourse.environment import pick_device
 from vitcourse.folders import folder_name, is_image_folder, kept_info, kept_settings
 from vitcourse.live import LivePlot
+from vitcourse.presets import preset_for
 from vitcourse.runs import RunFolder, command_line, resumed_train_config, run_length
 from vitcourse.training import TrainConfig, Trainer
-from vitcourse.vit import ViTConfig, copy_encoder, preset_for
+from vitcourse.vit import ViTConfig, copy_encoder
 
 # The default batch, per process: a GPU takes 4 times the CPU's batch of these small images.
 CPU_BATCH, GPU_BATCH = 128, 512

@@ -30,7 +30,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from vitcourse.callbacks import Callback, CheckpointCallback, ProgressCallback, Timeline
+from vitcourse.callbacks import (
+    Callback,
+    CheckpointCallback,
+    ProgressCallback,
+    StopTraining,
+    Timeline,
+)
 from vitcourse.checkpoints import atomic_save
 from vitcourse.clock import Clock
 from vitcourse.environment import pick_device
@@ -57,6 +63,7 @@ __all__ = [
     "CheckpointCallback",
     "History",
     "ProgressCallback",
+    "StopTraining",
     "Timeline",
     "TrainConfig",
     "Trainer",
@@ -216,16 +223,18 @@ class Trainer:
         self.batch = 0  # batches done in the current epoch (non-zero only when interrupted)
         self.clock = Clock()  # seconds of training, over every run of fit (resume included)
         self.replay = EpochReplay(loaders.train)  # an interrupted epoch goes on in its order
-        self.interrupted = False
+        self.interrupted = False  # Ctrl-C (or the notebook's Stop button) ended the last fit
+        self.stopped: str | None = None  # why a callback ended the last fit (`StopTraining`)
         self.steps_per_epoch = len(loaders.train)
 
     def fit(self) -> History:
-        """Train until the epochs or the time budget are used up (or Ctrl-C). Returns the history."""
+        """Train until the epochs or the time budget are used up, Ctrl-C, or a callback's
+        `StopTraining`. Returns the history."""
         if self.step == 0:
             # Under torchrun each process draws its own random crops and flips (the shuffling
             # has a generator of its own, the same in every process).
             seed_everything(self.config.seed + self.rank)
-        self.interrupted = False
+        self.interrupted, self.stopped = False, None
         self.clock.start()
         self._call("on_fit_start")
         try:
@@ -239,6 +248,8 @@ class Trainer:
                 f"\ninterrupted after {self.step} steps; the model and history are kept",
                 file=sys.stderr,
             )
+        except StopTraining as stop:  # a callback's decision: the same clean stop
+            self.stopped = str(stop) or "a callback stopped training"
         self._call("on_fit_end")
         return self.history
 

@@ -42,7 +42,7 @@ from vitcourse.checks.block import check_layer_norm, check_transformer_block  # 
 from vitcourse.checks.vit import check_parameter_count, check_vision_transformer  # 05
 from vitcourse.checks.training import check_train_step  # 06
 from vitcourse.checks.analysis import check_attention_rollout, check_equivariance_error  # 07, 08
-from vitcourse.checks.pretraining import check_masked_patch_loss, check_random_masking  # 09
+from vitcourse.checks.mae import check_masked_patch_loss, check_random_masking  # 09
 from vitcourse.checks.distillation import check_distillation_loss  # 09
 from vitcourse.checks.scrambling import check_scramble  # 09
 

@@ -18,6 +18,7 @@ from vitcourse.checks.harness import (
 )
 from vitcourse.checks.hints import Hint
 from vitcourse.checks.registry import exercise
+from vitcourse.presets import PRESETS
 from vitcourse.vit import count_parameters
 
 # The ViT check's tiny model, as the ViTConfig's fields (a plain dict crosses to the learner's side).
@@ -172,8 +173,8 @@ class check_parameter_count:
             # the two switches that change the count, one model each so each mistake has its hint
             vit.ViTConfig(**_TINY, qkv_bias=False),
             vit.ViTConfig(**_TINY, pos_embed="sincos"),
-            vit.PRESETS["course-28/7"],
-            vit.PRESETS["vit-base/16"],
+            PRESETS["course-28/7"],
+            PRESETS["vit-base/16"],
         ]
         return {"configs": [dataclasses.asdict(c) for c in configs]}
 

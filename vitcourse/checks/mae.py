@@ -1,11 +1,11 @@
 """Checks for notebook 09's masked-patch pre-training exercises: `random_masking` and
-`masked_patch_loss` (`vitcourse.pretraining`)."""
+`masked_patch_loss` (`vitcourse.mae`)."""
 
 from __future__ import annotations
 
 import torch
 
-from vitcourse import pretraining
+from vitcourse import mae
 from vitcourse.checks.harness import compare, fail, seeded
 from vitcourse.checks.hints import Hint
 from vitcourse.checks.registry import exercise
@@ -16,7 +16,7 @@ _B, _N, _RATIO = 256, 16, 0.75  # random_masking's check: images, patches per im
 def _judge_masks(visible, mask) -> None:
     """Fail unless (visible, mask) are the right shapes and types and agree with each other."""
     B, N, ratio = _B, _N, _RATIO
-    hidden = pretraining.hidden_count(N, ratio)
+    hidden = mae.hidden_count(N, ratio)
     if mask.shape != (B, N) or mask.dtype != torch.bool:
         fail(
             f"mask should be a bool tensor (B, N) = {(B, N)}, got {mask.dtype} {tuple(mask.shape)}",
@@ -60,7 +60,7 @@ def _judge_masks(visible, mask) -> None:
         fail("some patches listed as visible are marked hidden in mask")
 
 
-@exercise("random_masking", "09_when_vits_win", pretraining.random_masking)
+@exercise("random_masking", "09_when_vits_win", mae.random_masking)
 class check_random_masking:
     """Check `fn(batch_size, num_patches, mask_ratio, generator) -> (visible (B, V), mask (B, N))`:
     each image hides its own random `round(N * mask_ratio)` patches; `visible` lists the others in
@@ -132,7 +132,7 @@ _LOSS_MORE = (
 )
 
 
-@exercise("masked_patch_loss", "09_when_vits_win", pretraining.masked_patch_loss)
+@exercise("masked_patch_loss", "09_when_vits_win", mae.masked_patch_loss)
 class check_masked_patch_loss:
     """Check `fn(predicted (B, N, K), target (B, N, K), mask (B, N)) -> scalar`: the mean squared
     error over the hidden patches only."""
@@ -190,7 +190,7 @@ class check_masked_patch_loss:
         ]
         compare(
             got,
-            pretraining.masked_patch_loss(predicted, target, mask),
+            mae.masked_patch_loss(predicted, target, mask),
             mistakes,
             generic=Hint(
                 "per patch the mean of the squared error over its K numbers, then the mean over "

@@ -1,4 +1,4 @@
-"""vitcourse.checks.pretraining: random_masking and masked_patch_loss accept right answers and name
+"""vitcourse.checks.mae: random_masking and masked_patch_loss accept right answers and name
 each mistake.
 The wrong answers are written the way a learner would write them, not copied from the
 checks' own simulations."""
@@ -37,7 +37,7 @@ def _masking(mode="good"):
 
 
 def test_random_masking_check_accepts_the_reference_and_another_good_answer():
-    from vitcourse.pretraining import random_masking
+    from vitcourse.mae import random_masking
 
     assert checks.check_random_masking(random_masking) is random_masking
     good = _masking()
@@ -79,7 +79,7 @@ def _patch_loss(mode="good"):
 
 
 def test_masked_patch_loss_check_accepts_good_answers():
-    from vitcourse.pretraining import masked_patch_loss
+    from vitcourse.mae import masked_patch_loss
 
     assert checks.check_masked_patch_loss(masked_patch_loss) is masked_patch_loss
     good = _patch_loss()
