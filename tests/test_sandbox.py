@@ -75,11 +75,14 @@ def test_tmp_is_mounted_before_the_binds(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_sandbox_shows_no_host_paths_or_environment(tmp_path):
+def test_the_sandbox_shows_no_host_paths_or_environment(tmp_path, monkeypatch):
     """bubblewrap's own process (pid 1 inside) takes its arguments from a file: its command line
-    names none of the folders it binds, and its environment is not the teacher's."""
+    names none of the folders it binds, and neither its environment nor the student's is the
+    teacher's (run as root, the student may not read pid 1's at all)."""
     need_sandbox()
+    monkeypatch.setenv("TEACHERS_SECRET", "s3cret")
     look = (
+        "open('/grading/out/own', 'wb').write(open('/proc/self/environ', 'rb').read())\n"
         "cmdline = open('/proc/1/cmdline', 'rb').read()\n"
         "try:\n"
         "    environ = open('/proc/1/environ', 'rb').read()\n"
@@ -93,6 +96,8 @@ def test_the_sandbox_shows_no_host_paths_or_environment(tmp_path):
     seen = (tmp_path / "out" / "cmdline").read_bytes()
     assert b"--ro-bind" not in seen and str(tmp_path).encode() not in seen, seen
     environ = (tmp_path / "out" / "environ").read_bytes()
+    own = (tmp_path / "out" / "own").read_bytes()
+    assert b"s3cret" not in own and b"HOME=/tmp/home" in own and b"s3cret" not in environ
     if os.geteuid() == 0:
         assert environ == b"refused", environ
     else:
@@ -113,65 +118,79 @@ def test_a_thread_or_fork_bomb_meets_the_kernels_limit(tmp_path):
         "        started += 1\n"
         "except RuntimeError:\n"
         "    pass\n"
+        "status = dict(l.split(':\\t') for l in open('/proc/self/status').read().splitlines())\n"
+        "caps = ' '.join(status[k].strip() for k in ('CapBnd', 'CapEff', 'CapPrm', 'NoNewPrivs'))\n"
         "open('/grading/out/seen', 'w').write(f'{started} {os.getuid()}')\n"
+        "open('/grading/out/caps', 'w').write(caps)\n"
     )
     done = _run(tmp_path, bomb, processes=8)
     assert done.broke is None and done.returncode == 0, done.stderr[-2000:]
     started, uid = map(int, (tmp_path / "out" / "seen").read_text().split())
     owner = (tmp_path / "out" / "seen").stat().st_uid
+    bounding, effective, permitted, no_new_privs = (tmp_path / "out" / "caps").read_text().split()
+    assert int(effective, 16) == int(permitted, 16) == 0 and no_new_privs == "1"
     if os.geteuid() == 0:  # a user of its own: the limit counts this sandbox's tasks alone
         assert owner in sandbox_user.SANDBOX_UIDS and uid == owner
+        assert int(bounding, 16) == 0  # nothing left to gain, even through a setuid program
         assert started < 8 + sandbox_user.TASK_ROOM
     else:  # the teacher: the limit counts the teacher's other tasks too
         assert owner == os.getuid() and uid == 1000
         assert started < 8 + sandbox_user.TASK_ROOM + sandbox_user.tasks_of_this_user()
 
 
-def test_tasks_are_counted_with_their_threads():
-    """A teacher's threads count against the kernel's process limit as much as processes do."""
-    import threading
-
-    before = sandbox_user.tasks_of_this_user()
-    stop = threading.Event()
-    threads = [threading.Thread(target=stop.wait) for _ in range(6)]
-    for thread in threads:
-        thread.start()
-    try:
-        assert sandbox_user.tasks_of_this_user() >= before + 6
-    finally:
-        stop.set()
-        for thread in threads:
-            thread.join()
+def test_tasks_are_counted_by_real_user_with_their_threads(tmp_path):
+    """Linux counts a user's processes and threads against its process limit, by real user: a
+    teacher's browser of 300 threads counts 300, and so does a process whose effective user
+    (the owner of its /proc folder) differs."""
+    for pid, uid, threads in ((10, "1000\t1000", 300), (11, "1000\t0", 2), (12, "0\t0", 50)):
+        (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / "status").write_text(
+            f"Name:\tx\nUid:\t{uid}\t0\t0\nThreads:\t{threads}\n"
+        )
+    (tmp_path / "self").mkdir()
+    assert sandbox_user.tasks_of(1000, tmp_path) == 302
+    assert sandbox_user.tasks_of(0, tmp_path) == 50 and sandbox_user.tasks_of(7, tmp_path) == 0
 
 
 def test_root_is_told_what_its_sandbox_user_cannot_read(tmp_path, monkeypatch):
     """Run as root, the grader refuses at once, naming the folder, when the sandbox's user could
     not read the course (or finds no setpriv); a teacher without root is never refused."""
-    private = tmp_path / "course"
-    private.mkdir(mode=0o700)
+    course = tmp_path / "course"
+    (course / "deep" / "er").mkdir(parents=True)
+    (course / "deep" / "er" / "ok.py").write_text("")
+    course.chmod(0o755)
     monkeypatch.setattr(sandbox_user.os, "geteuid", lambda: 0)
-    assert str(private) in sandbox_user.why_not([Path("/usr"), private])
-    assert sandbox_user.why_not([Path("/usr"), tmp_path / "missing"]) is None
-    monkeypatch.setattr(sandbox_user.shutil, "which", lambda name: None)
+    assert sandbox_user.why_not([course, tmp_path / "missing"]) is None
+    (course / "deep" / "er" / "secret.py").write_text("")
+    (course / "deep" / "er" / "secret.py").chmod(0o600)  # a private file, three folders down
+    assert str(course / "deep" / "er" / "secret.py") in sandbox_user.why_not([course])
+    (course / "deep" / "er" / "secret.py").chmod(0o644)
+    (course / "deep" / "er" / "tool").write_text("")
+    (course / "deep" / "er" / "tool").chmod(0o744)  # a program others may read but not run
+    assert str(course / "deep" / "er" / "tool") in sandbox_user.why_not([course])
+    (course / "deep" / "er" / "tool").chmod(0o755)
+    course.chmod(0o700)
+    assert str(course) in sandbox_user.why_not([course])
+    monkeypatch.setattr(sandbox_user, "setpriv", lambda: None)
     assert "setpriv" in sandbox_user.why_not([Path("/usr")])
     monkeypatch.setattr(sandbox_user.os, "geteuid", lambda: 1000)
-    assert sandbox_user.why_not([private]) is None
+    assert sandbox_user.why_not([course]) is None
     assert sandbox_user.sandbox_user() is None
 
 
 def test_roots_sandbox_becomes_its_user_before_the_students_code():
     """The command bubblewrap starts, run by root, is setpriv to a fresh user: no groups, no
-    capabilities, no way back; bubblewrap keeps only the two capabilities setpriv needs."""
+    capabilities, no way back; bubblewrap keeps only the three capabilities setpriv needs."""
     args = sandbox._bwrap(["python"], sandbox.Box(seconds=1), Path("/a"), Path("/b"), Path("/c"),
-                          {}, None, 1_800_000_123)  # fmt: skip
+                          {}, None, 2_000_000_123)  # fmt: skip
     command = args[args.index("--") + 1 :]
-    assert command[:5] == ["setpriv", "--reuid", "1800000123", "--regid", "1800000123"]
-    assert "--no-new-privs" in command and command[-2:] == ["--", "python"]
+    assert Path(command[0]).name == "setpriv"
+    assert command[1:5] == ["--reuid", "2000000123", "--regid", "2000000123"]
+    assert {"--no-new-privs", "--bounding-set=-all", "--clear-groups"} <= set(command)
+    assert command[-2:] == ["--", "python"]
     assert "--unshare-all" not in args and "--unshare-user" not in args
-    assert [args[i + 1] for i, a in enumerate(args) if a == "--cap-add"] == [
-        "CAP_SETUID",
-        "CAP_SETGID",
-    ]
+    added = [args[i + 1] for i, a in enumerate(args) if a == "--cap-add"]
+    assert added == ["CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP"]
     teacher = sandbox._bwrap(["python"], sandbox.Box(seconds=1), Path("/a"), Path("/b"),
                              Path("/c"), {})  # fmt: skip
     assert "--unshare-all" in teacher and "--cap-add" not in teacher

@@ -1,9 +1,9 @@
 """Callbacks: what happens around the training loop, kept out of it (notebook 06).
 
 A `Callback` overrides any of four events, `on_fit_start`, `on_step_end`, `on_epoch_end` and
-`on_fit_end`, and the `Trainer` calls it there with itself; one that raises `StopTraining` ends
-the training there. The course's callbacks: a progress
-bar (`ProgressCallback`), checkpoints after every epoch and on Ctrl-C (`CheckpointCallback`),
+`on_fit_end`, and the `Trainer` calls it there with itself; one that raises `StopTraining` after
+a step or an epoch ends the training there. The course's callbacks: a progress bar
+(`ProgressCallback`), checkpoints after every epoch and on Ctrl-C (`CheckpointCallback`),
 accuracy against training time (`Timeline`, notebook 08's race), and the live plot of
 `vitcourse.live`. Each one reads the trainer (`trainer.step`, `trainer.history`,
 `trainer.elapsed`, ...), so the loop itself stays short.
@@ -25,15 +25,16 @@ if TYPE_CHECKING:  # for the type hints only: the trainer imports the callbacks,
 
 
 class StopTraining(Exception):
-    """Raise it in a callback to end `Trainer.fit` there, cleanly: the model and the history are
-    kept, as after Ctrl-C, and `trainer.stopped` says why (the message you gave). An early stop
-    on a plateau, or a budget of your own, is a callback that raises it (fastai's
-    `CancelFitException` does the same)."""
+    """Raise it in a callback's `on_step_end` or `on_epoch_end` to end `Trainer.fit` there,
+    cleanly: the model and the history are kept, as after Ctrl-C, and `trainer.stopped` says why
+    (the message you gave). An early stop on a plateau, or a budget of your own, is a callback
+    that raises it (fastai's `CancelFitException` does the same)."""
 
 
 class Callback:
     """Override any of these to act during training (progress, plots, checkpoints). Raising
-    `StopTraining` in one of them ends training."""
+    `StopTraining` in `on_step_end` or `on_epoch_end` ends training there (each callback's
+    `on_fit_end` still runs)."""
 
     def on_fit_start(self, trainer: Trainer) -> None: ...
 

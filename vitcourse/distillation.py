@@ -2,7 +2,7 @@
 
 Touvron et al. 2021 ("Training data-efficient image transformers & distillation through
 attention", DeiT) trained ViTs on ImageNet alone, without the ViT paper's 300 million extra
-images, partly by distilling from a CNN teacher (section 4). The student (`vitcourse.vit.
+images, partly by distilling from a CNN teacher (section 4). The student (`vitcourse.deit.
 DistilledViT`) has two tokens that classify: the cls token learns from the labels, the
 distillation token from the teacher. The teacher is frozen; it only answers. DeiT found a CNN
 a better teacher than a transformer and suggested why (section 5.2): its answers pass on the

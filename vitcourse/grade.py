@@ -328,8 +328,13 @@ def main(argv: list[str] | None = None) -> None:
         )
     missing = sandbox.bubblewrap()
     if missing and not args.no_sandbox:
+        instead = (  # run as root, grading without a sandbox would run the students as root
+            "Fix that, or grade as a user other than root: --no-sandbox would run the students' "
+            "code as root" if os.geteuid() == 0
+            else f"--no-sandbox grades without one, and then {sandbox.EXPOSED}"
+        )  # fmt: skip
         parser.exit(2, f"error: {missing}.\nThe grader runs students' code only in a sandbox. "
-                    f"--no-sandbox grades without one, and then {sandbox.EXPOSED}.\n")  # fmt: skip
+                    f"{instead}.\n")  # fmt: skip
     if args.no_sandbox:
         print(f"warning: no sandbox: {sandbox.EXPOSED}.", file=sys.stderr)
     try:

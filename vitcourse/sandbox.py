@@ -2,9 +2,9 @@
 
 `vitcourse.grade` runs each submitted notebook, and then each exercise's answer, through `run`:
 
-- **The sandbox** (Linux, Debian's `bubblewrap`): new namespaces for everything (`--unshare-all`:
-  no network, its own process ids), no capabilities, a cleared environment, its own session, and
-  killed with the grader (`--die-with-parent`). It sees, read-only, only the Python interpreter,
+- **The sandbox** (Linux, Debian's `bubblewrap`): namespaces of its own (no network, its own
+  process ids), no capabilities, a cleared environment, its own session, and killed with the
+  grader (`--die-with-parent`). It sees, read-only, only the Python interpreter,
   the virtual environment, the `vitcourse` package (or a copy of it, see `vitcourse.grade`), the
   course's `data/` when asked, the files it is given, and a made-up `/etc/passwd`; it writes only
   to a private, size-limited `/tmp` (its HOME too) and to the one folder it is given, which the
@@ -16,14 +16,15 @@
   Each process also gets kernel limits that stop a single runaway at once: address space (the
   memory limit plus `VIRTUAL_ROOM_GB`), file size, no core files, and a number of processes and
   threads (`TASK_ROOM`).
-- **Never root**: run as root, the grader starts each sandbox as a user of its own, handed its
-  folders as open descriptors (see `vitcourse.sandbox_user`).
+- **Never root**: run as root, the grader starts each sandbox's command as a user of its own
+  (see `vitcourse.sandbox_user`); run by a teacher, as that teacher in a user namespace.
 - **Without bubblewrap** (`sandbox=False`, the grader's `--no-sandbox`), the same command runs as
   the teacher with the same limits and nothing else: see `EXPOSED`.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import resource
 import shutil
@@ -94,23 +95,30 @@ class Ran:
     broke: str | None = None
 
 
+@functools.cache
 def bubblewrap() -> str | None:
-    """Why the sandbox cannot run here, or None when it can (bubblewrap installed and working)."""
+    """Why the sandbox cannot run here, or None when it can: bubblewrap is installed, the user a
+    sandbox runs as may use what it needs (`sandbox_user.why_not`), and a real sandbox, made as
+    the grader makes them, starts Python. Asked once per process."""
     if not sys.platform.startswith("linux"):
         return f"the sandbox needs Linux and bubblewrap; this is {sys.platform}"
     if shutil.which("bwrap") is None:
         return "bubblewrap is not installed (Debian/Ubuntu: sudo apt install bubblewrap)"
-    tried = subprocess.run(
-        ["bwrap", "--unshare-all", "--ro-bind", "/", "/", "true"], capture_output=True, text=True
-    )
-    if tried.returncode != 0:
-        last = (tried.stderr.strip().splitlines() or ["no message"])[-1]
-        return f"bubblewrap cannot make a sandbox here ({last})"
     from vitcourse.environment import default_root
 
-    needed = [*_read_only_roots(), package_dir(), package_dir() / "__init__.py"]
-    needed += [default_root().resolve(), Path(sys.executable).resolve(), Path(os.__file__)]
-    return users.why_not(needed)
+    needed = [Path(os.__file__).resolve().parent, Path(sys.executable).resolve()]
+    needed += [Path(sys.prefix).resolve(), package_dir(), default_root().resolve()]
+    refused = users.why_not(needed)
+    if refused is not None:
+        return refused
+    with tempfile.TemporaryDirectory(prefix="vitcourse-sandbox-") as tmp:
+        (Path(tmp) / "in").mkdir()
+        tried = run([sys.executable, "-c", "pass"], Path(tmp) / "in", Path(tmp) / "out",
+                    Box(seconds=60, memory_gb=1))  # fmt: skip
+    if tried.returncode != 0 or tried.broke:
+        last = (tried.stderr.strip().splitlines() or [tried.broke or "no message"])[-1]
+        return f"bubblewrap cannot make a sandbox here ({last})"
+    return None
 
 
 def _read_only_roots() -> list[Path]:
@@ -143,16 +151,8 @@ def with_package(command: list[str], package: Path) -> list[str]:
     return [python, "-c", _PRELUDE, str(package.parent), module, *args]
 
 
-def _bwrap(
-    command: list[str],
-    box: Box,
-    given: Path,
-    out: Path,
-    passwd: Path,
-    env: dict,
-    seccomp: int | None = None,
-    user: int | None = None,
-) -> list[str]:
+def _bwrap(command: list[str], box: Box, given: Path, out: Path, passwd: Path, env: dict,
+           seccomp: int | None = None, user: int | None = None) -> list[str]:  # fmt: skip
     """bubblewrap's command line. `user`: the host user the command becomes (the grader is root,
     see `vitcourse.sandbox_user`); None: the teacher, as uid 1000 of a user namespace."""
     args = ["bwrap", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
@@ -161,6 +161,7 @@ def _bwrap(
     else:  # every namespace but the user's: its first command may change user, then drops all
         args += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts"]
         args += ["--unshare-cgroup-try", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+        args += ["--cap-add", "CAP_SETPCAP"]  # to empty the bounding set
         command = users.as_user(user, command)
     args += ["--clearenv", "--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev"]
     # /dev's own tmpfs may hold half the machine's memory, unaccounted: read-only, with a small
@@ -267,11 +268,6 @@ def folder_usage(folder: Path, most: int = MAX_ENTRIES) -> tuple[int, int]:
     return total, entries
 
 
-def folder_bytes(folder: Path) -> int:
-    """The size of the files under `folder`, links not followed."""
-    return folder_usage(folder)[0]
-
-
 def remove_tree(folder: Path) -> None:
     """Remove a folder a sandbox wrote, however deep or locked: `chmod -R` and `rm -rf` walk
     without recursion limits (Python's `shutil.rmtree` stops at about 1,000 levels), and any
@@ -322,7 +318,8 @@ def run(
             passwd = Path(tmp) / "passwd"
             passwd.write_text(f"student:x:{user or 1000}:{user or 1000}::/tmp/home:/bin/false\n")
             for path in (given, box.package, passwd) if user else ():  # for a user of no group
-                users.readable_by_all(path)
+                if path is not None:
+                    users.readable_by_all(path)
             program = memfd_filter()
             if program is not None:
                 (Path(tmp) / "seccomp").write_bytes(program)
