@@ -303,12 +303,21 @@ def test_without_a_sandbox_the_grader_refuses_unless_told(tmp_path, monkeypatch,
     need("cloudpickle", "pip install -r requirements-teachers.txt")
     monkeypatch.setattr(sandbox, "bubblewrap", lambda: "bubblewrap is not installed")
     (tmp_path / "subs").mkdir()
+    monkeypatch.setattr(grade.os, "geteuid", lambda: 1000)  # a teacher
     with pytest.raises(SystemExit) as stopped:
         grade.main([str(tmp_path / "subs"), "--out", str(tmp_path / "out")])
     assert stopped.value.code == 2
     said = capsys.readouterr().err
     assert "bubblewrap is not installed" in said and "--no-sandbox grades without one" in said
     assert "read and change your files" in said
+    monkeypatch.setattr(grade.os, "geteuid", lambda: 0)  # root: no hint to run students as root
+    with pytest.raises(SystemExit) as stopped:
+        grade.main([str(tmp_path / "subs"), "--out", str(tmp_path / "out")])
+    said = capsys.readouterr().err
+    assert stopped.value.code == 2 and "--no-sandbox grades without one" not in said
+    assert (
+        "grade as a user other than root" in said and "would run the students' code as root" in said
+    )
     grade.main([str(tmp_path / "subs"), "--out", str(tmp_path / "out"), "--no-sandbox"])
     assert "warning: no sandbox" in capsys.readouterr().err
 
