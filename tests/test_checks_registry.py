@@ -6,6 +6,8 @@ import contextlib
 import importlib
 import inspect
 import io
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -57,6 +59,31 @@ def test_exercises_are_listed_in_the_course_order():
     notebooks = [exercise.notebook for exercise in checks.EXERCISES.values()]
     assert notebooks == sorted(notebooks)
     assert list(checks.EXERCISES)[:2] == ["patchify", "unpatchify"]
+
+
+def test_a_notebook_that_imports_one_check_still_sees_every_exercise_in_order():
+    """Each check module is imported when its check is first asked for; `progress()`, `grade()`,
+    `hint()` and the grader still see every exercise, in the course's order, whichever came first."""
+    code = """
+import vitcourse.checks.registry as registry
+from vitcourse.checks import check_scramble, hint
+print(list(registry.EXERCISES))
+hint("patchify")
+from vitcourse.checks import EXERCISES
+print(list(EXERCISES))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    first, said, every = done.stdout.splitlines()[:3]
+    assert first == "['scramble']"  # one check asked for, one module imported
+    assert said.startswith("Hint for patchify")
+    assert every == str(list(checks.EXERCISES))
+    assert list(checks.EXERCISES)[:2] == ["patchify", "unpatchify"]
+
+
+def test_an_unknown_name_is_an_attribute_error_that_says_so():
+    with pytest.raises(AttributeError, match="has no attribute 'check_nothing'"):
+        checks.check_nothing  # noqa: B018
+    assert "check_patchify" in dir(checks)
 
 
 def test_the_verdict_names_the_exercise_as_registered(capsys):

@@ -157,6 +157,15 @@ def test_reading_the_model_loads_no_machinery():
     assert set(loaded) <= {"vitcourse"} | {f"vitcourse.{m}" for m in LEARNER_MODULES}, loaded
 
 
+def test_notebook_01s_first_check_loads_its_own_module_only():
+    """`from vitcourse.checks import check_patchify` loads the checks' harness and registry, the
+    patching check and `vitcourse.patching`: not the trainer, the data layer or the other checks."""
+    loaded = _loaded_by("from vitcourse.checks import check_patchify")
+    checks = {"harness", "answers", "hints", "registry", "patching"}
+    expected = {"vitcourse", "vitcourse.patching", "vitcourse.checks"}
+    assert set(loaded) == expected | {f"vitcourse.checks.{m}" for m in checks}, loaded
+
+
 def test_names_that_moved_still_import_from_their_old_home():
     """A learner's saved notebook keeps working: `from vitcourse.vit import preset_for` and
     `from vitcourse.pretraining import MaskedAutoencoder` find the names in their new files."""

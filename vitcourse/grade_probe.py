@@ -20,7 +20,6 @@ import json
 import pickle
 import sys
 import traceback
-import types
 from pathlib import Path
 
 import torch
@@ -30,14 +29,11 @@ from vitcourse.grade_solutions import WITHOUT_FILE
 
 
 def import_check(module: str) -> None:
-    """Import one check module (`vitcourse.checks.patching`), which registers its exercises, and
-    not `vitcourse.checks`'s `__init__`, which imports every check and, through the model's data
-    layer, torchvision: seconds more for every answer of a class. The package stands bare here."""
+    """Import one check module (`vitcourse.checks.patching`), which registers its exercises. The
+    others stay unimported (`vitcourse.checks` imports each check when it is first asked for):
+    the training check's data layer would cost every answer of a class seconds more."""
     if not module.startswith("vitcourse.checks."):
         raise ValueError(f"expected a module of vitcourse.checks, got {module!r}")
-    package = types.ModuleType("vitcourse.checks")
-    package.__path__ = [str(Path(vitcourse.__file__).parent / "checks")]
-    sys.modules.setdefault("vitcourse.checks", package)
     importlib.import_module(module)
 
 

@@ -7,10 +7,14 @@ and so on; the reference solutions live in their concept's module. Three rooms s
     harness    run the learner's code on seeded inputs, compare with the reference, and fail
                with the hint that names the likely mistake (`compare`, `CheckFailed`)
     answers    what the learner's code returned, as plain data that cannot carry code
-    hints      hints in two tiers (`Hint`; `hint("attention")` prints the second), and the few
-               lines said when the learner's own code raises inside a check
+    hints      hints in two tiers (`Hint`, and the second tier each exercise keeps), and the
+               few lines said when the learner's own code raises inside a check
     registry   `@exercise(name, notebook, reference)`: the verdict the notebook prints
-               ("correct", "not written yet"), the progress file, `progress()` and `grade()`
+               ("correct", "not written yet"), `hint("attention")` (the second tier), the
+               progress file, `progress()` and `grade()`; `exercises()`, all of them in order
+
+A notebook imports only the checks it uses: `check_patchify` is found in `checks.patching` when
+first asked for, so notebook 01 does not load notebook 06's trainer and its data layer.
 
 Each check runs the learner's function (or module, with the reference's weights loaded into it)
 on seeded inputs and compares with `vitcourse`'s own version, in two sides the class grader
@@ -20,33 +24,62 @@ hint; while the exercise still raises `NotImplementedError`, it says so and hand
 reference, so the rest of the notebook runs.
 """
 
-# ruff: noqa: I001 - the check modules are imported in the course's order, not sorted: importing
-# one registers its exercises, and `EXERCISES` (so `progress()` and the grader) lists them in that
-# order.
+import importlib
+
 from vitcourse.checks.harness import CheckFailed
-from vitcourse.checks.hints import Hint, hint
+from vitcourse.checks.hints import Hint
 from vitcourse.checks.registry import (
-    EXERCISES,
+    CHECK_MODULES,
     Exercise,
     assert_written,
     exercise_results,
+    exercises,
     grade,
+    hint,
     passed,
     progress,
     progress_file,
 )
-from vitcourse.checks.patching import check_patchify, check_unpatchify  # notebook 01
-from vitcourse.checks.embedding import check_embed_tokens, check_patch_embedding  # 02
-from vitcourse.checks.attention import check_attention, check_multi_head_attention  # 03
-from vitcourse.checks.block import check_layer_norm, check_transformer_block  # 04
-from vitcourse.checks.vit import check_parameter_count, check_vision_transformer  # 05
-from vitcourse.checks.training import check_train_step  # 06
-from vitcourse.checks.analysis import check_attention_rollout, check_equivariance_error  # 07, 08
-from vitcourse.checks.mae import check_masked_patch_loss, check_random_masking  # 09
-from vitcourse.checks.distillation import check_distillation_loss  # 09
-from vitcourse.checks.scrambling import check_scramble  # 09
+
+# Each check's module, imported when a notebook first asks for the check (PEP 562): notebook 01's
+# `from vitcourse.checks import check_patchify` loads the patching check and the patching module,
+# not notebook 06's trainer and its data layer. `exercises()` imports them all, in this order.
+_HOMES = {
+    "check_patchify": "patching",  # notebook 01
+    "check_unpatchify": "patching",
+    "check_embed_tokens": "embedding",  # 02
+    "check_patch_embedding": "embedding",
+    "check_attention": "attention",  # 03
+    "check_multi_head_attention": "attention",
+    "check_layer_norm": "block",  # 04
+    "check_transformer_block": "block",
+    "check_parameter_count": "vit",  # 05
+    "check_vision_transformer": "vit",
+    "check_train_step": "training",  # 06
+    "check_attention_rollout": "analysis",  # 07
+    "check_equivariance_error": "analysis",  # 08
+    "check_masked_patch_loss": "mae",  # 09
+    "check_random_masking": "mae",
+    "check_distillation_loss": "distillation",  # 09
+    "check_scramble": "scrambling",  # 09
+}
+assert set(_HOMES.values()) == set(CHECK_MODULES)
+
+
+def __getattr__(name: str):
+    if name in _HOMES:
+        return getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
+    if name == "EXERCISES":  # every exercise, in the course's order
+        return exercises()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 __all__ = [
+    "CHECK_MODULES",
     "EXERCISES",
     "CheckFailed",
     "Exercise",
@@ -69,6 +102,7 @@ __all__ = [
     "check_unpatchify",
     "check_vision_transformer",
     "exercise_results",
+    "exercises",
     "grade",
     "hint",
     "passed",

@@ -55,13 +55,12 @@ def forget(name: str) -> None:
     _LAST.pop(name, None)
 
 
-def hint(name: str) -> None:
-    """Print a further hint for exercise `name` (as its check cell calls it: "attention",
-    "MultiHeadSelfAttention"): about the mistake its check found last, or a general one."""
+def further(name: str) -> str | None:
+    """Exercise `name`'s second tier now, as `hint(name)` prints it: about the mistake its check
+    found last, or the general one; None for a name no imported check has registered."""
     if name not in _MORE:
-        raise KeyError(f"no exercise named {name!r}; the exercises are {', '.join(_MORE)}")
-    text = _LAST.get(name) or _MORE[name]
-    print(f"Hint for {name}: {text}" if text else f"No further hint for {name}, sorry.")
+        return None
+    return _LAST.get(name) or _MORE[name]
 
 
 class LearnerRaised(CheckFailed):

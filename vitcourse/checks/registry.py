@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import importlib
 import inspect
 import io
 import json
@@ -33,7 +34,7 @@ from pathlib import Path
 
 from vitcourse.checks.answers import pack, unpack
 from vitcourse.checks.harness import CheckFailed, NotWritten
-from vitcourse.checks.hints import Hint, LearnerRaised, forget, raised_hint, remember
+from vitcourse.checks.hints import Hint, LearnerRaised, forget, further, raised_hint, remember
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,35 @@ _CRASHED = Hint(
     more="write each step's shape as a comment beside it, from the input's shape to the result's.",
 )
 
-EXERCISES: dict[str, Exercise] = {}  # filled by @exercise as `checks/__init__` imports the checks
+EXERCISES: dict[str, Exercise] = {}  # filled by @exercise as each check module is imported
+# The check modules, in the course's order: `exercises()` imports them all.
+CHECK_MODULES = (
+    "patching",
+    "embedding",
+    "attention",
+    "block",
+    "vit",
+    "training",
+    "analysis",
+    "mae",
+    "distillation",
+    "scrambling",
+)
+_MODULE_OF: dict[str, str] = {}  # exercise -> the check module that registered it
+
+
+def exercises() -> dict[str, Exercise]:
+    """Every exercise, in the course's order (`EXERCISES`, completed). A notebook imports only the
+    checks it uses; `progress()` and the grader need them all, whichever was imported first."""
+    for module in CHECK_MODULES:
+        importlib.import_module(f"vitcourse.checks.{module}")
+    rank = {module: i for i, module in enumerate(CHECK_MODULES)}
+    ordered = sorted(EXERCISES, key=lambda n: rank.get(_MODULE_OF.get(n, ""), len(rank)))
+    if list(EXERCISES) != ordered:  # reordered in place: every holder of the dict sees the order
+        items = {name: EXERCISES[name] for name in ordered}
+        EXERCISES.clear()
+        EXERCISES.update(items)
+    return EXERCISES
 
 
 def progress_file() -> Path:
@@ -185,9 +214,20 @@ def exercise(name: str, notebook: str, reference):
         check_cell.__wrapped__ = check
         check_cell.exercise = name
         EXERCISES[name] = registered
+        _MODULE_OF[name] = check.__module__.rpartition(".")[2]
         return check_cell
 
     return register
+
+
+def hint(name: str) -> None:
+    """Print a further hint for exercise `name` (as its check cell calls it: "attention",
+    "MultiHeadSelfAttention"): about the mistake its check found last, or a general one."""
+    every = exercises()  # its check may not be imported yet in this kernel
+    if name not in every:
+        raise KeyError(f"no exercise named {name!r}; the exercises are {', '.join(every)}")
+    text = further(name)
+    print(f"Hint for {name}: {text}" if text else f"No further hint for {name}, sorry.")
 
 
 def is_teachers_solution(learner) -> bool:
@@ -215,13 +255,14 @@ def grade(name: str, learner) -> tuple[str, str]:
     course's own solution) or "error" (the learner's code raised something else; the hint says
     what). Used by `vitcourse.grade`.
     """
-    if name not in EXERCISES:
-        raise KeyError(f"no exercise named {name!r}; the exercises are {', '.join(EXERCISES)}")
-    if learner is EXERCISES[name].reference:
+    every = exercises()
+    if name not in every:
+        raise KeyError(f"no exercise named {name!r}; the exercises are {', '.join(every)}")
+    if learner is every[name].reference:
         return "not attempted", f"{name} is the course's own solution (lent or imported), not yours"
     try:
         with contextlib.redirect_stdout(io.StringIO()):
-            result = EXERCISES[name].check(learner)
+            result = every[name].check(learner)
     except CheckFailed as e:
         return "wrong", str(e)
     except Exception as e:  # noqa: BLE001 - the learner's code may raise anything
@@ -233,14 +274,14 @@ def assert_written(name: str, learner) -> None:
     """Fail if the learner's `name` is still the course's solution that the check lent: for
     nbgrader's hidden tests (`python -m vitcourse.student --nbgrader-source`), so that an open
     exercise scores no point there."""
-    if learner is EXERCISES[name].reference:
+    if learner is exercises()[name].reference:
         raise AssertionError(f"{name} is not written yet: the course's solution stands in for it")
 
 
 def exercise_results() -> dict[str, str]:
     """{exercise: the latest result of its check here}; "not run yet" where it never ran."""
     recorded = _read_progress()
-    return {name: recorded.get(name, {}).get("status", "not run yet") for name in EXERCISES}
+    return {name: recorded.get(name, {}).get("status", "not run yet") for name in exercises()}
 
 
 def passed(name: str) -> bool:
@@ -257,17 +298,17 @@ def progress(notebook: str = "") -> None:
     With `notebook` (its number, "01", or its name), that notebook's exercises one a line and the
     rest of the course in one line; without, every exercise.
     """
-    results = exercise_results()
+    results, every = exercise_results(), exercises()
     marks = {"passed": "✓", "wrong": "✗", "error": "✗", TEACHERS: "✓"}
-    here = [n for n in results if EXERCISES[n].notebook.startswith(notebook)] if notebook else []
+    here = [n for n in results if every[n].notebook.startswith(notebook)] if notebook else []
     if notebook and not here:
-        notebooks = sorted({e.notebook for e in EXERCISES.values()})
+        notebooks = sorted({e.notebook for e in every.values()})
         raise ValueError(f"no exercises in notebook {notebook!r}: expected one of {notebooks}")
     shown = here or list(results)
     current = None
     for name in shown:
-        if EXERCISES[name].notebook != current:
-            current = EXERCISES[name].notebook
+        if every[name].notebook != current:
+            current = every[name].notebook
             print(current)
         print(f"  {marks.get(results[name], '·')} {name}: {results[name]}")
     if here:
