@@ -51,7 +51,7 @@ ATTACKS = {
 import vitcourse.checks as c, vitcourse.checks.registry as r, vitcourse.checks.harness as h, sys, types
 c.grade = r.grade = lambda name, learner: ("passed", "")
 h.compare = lambda *a, **k: None
-for e in list(r.EXERCISES.values()):
+for e in list(r.exercises().values()):
     object.__setattr__(e, "judge", lambda *a, **k: None)
 sys.modules["vitcourse.checks"] = types.SimpleNamespace(grade=lambda *a: ("passed", ""))
 def patchify(images, patch_size):

@@ -16,6 +16,7 @@ import pytest
 
 from tests.conftest import need, need_sandbox
 from vitcourse import grade_solutions, gradebook, grading, sandbox
+from vitcourse.checks.registry import exercises
 from vitcourse.grade_worker import _defined, _definition
 from vitcourse.sandbox import Limits
 
@@ -264,14 +265,14 @@ open("/grading/out/seen.json", "w").write(json.dumps(seen))
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", list(grading.EXERCISES))
+@pytest.mark.parametrize("name", list(exercises()))
 def test_every_solution_can_be_removed(tmp_path, name):
     """For each exercise, the copy of the package without its solution imports, checks included,
     and its solution raises UsesCourseSolution there."""
     import subprocess
 
     copy = grade_solutions.package_without(name, tmp_path)
-    reference = grading.EXERCISES[name].reference
+    reference = exercises()[name].reference
     code = (
         "import importlib, vitcourse.checks, vitcourse.grade_probe\n"
         "from vitcourse.checks.harness import UsesCourseSolution\n"

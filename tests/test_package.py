@@ -182,29 +182,76 @@ def test_names_that_moved_still_import_from_their_old_home():
         vit.nothing  # noqa: B018
 
 
-def test_the_package_imports_each_moved_name_from_its_home():
-    """Inside the package, no import goes through an old home's forwarding (`_MOVED`): neither
-    `from vitcourse.vit import preset_for` nor `from vitcourse import vit` then `vit.preset_for`."""
-    from vitcourse import pretraining, vit
+def _defined_in(path: Path) -> set[str]:
+    """The names a module defines at its top level (in `if` and `try` blocks too): its functions,
+    classes and assigned names, not the ones it imports."""
+    names = set()
 
-    moved = {"vitcourse.vit": set(vit._MOVED), "vitcourse.pretraining": set(pretraining._MOVED)}
+    def visit(body):
+        for node in body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                names.add(node.name)
+            elif isinstance(node, ast.Assign | ast.AnnAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+            elif isinstance(node, ast.If | ast.Try):
+                visit(
+                    node.body
+                    + node.orelse
+                    + [s for h in getattr(node, "handlers", []) for s in h.body]
+                )
+
+    visit(ast.parse(path.read_text()).body)
+    return names
+
+
+def test_the_package_imports_each_name_from_the_module_that_defines_it():
+    """One home per name: inside the package, `from vitcourse.X import n` and `X.n` (after
+    `from vitcourse import X`) name the module that defines `n`, never one that imports it or
+    forwards it (`_MOVED`: the old homes kept for the notebooks and learners' own code)."""
+    paths = {_module_name(path): path for path in PACKAGE.rglob("*.py")}
+    defined = {module: _defined_in(path) for module, path in paths.items()}
+
+    def homeless(module: str, name: str) -> bool:
+        return name not in defined[module] and f"{module}.{name}" not in paths
+
     through = []
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in sorted(paths.values()):
         tree = ast.parse(path.read_text())
-        aliases = {}  # local name -> old home, for `from vitcourse import vit` and `import ... as`
+        aliases = {}  # local name -> module, for `from vitcourse import vit` and `import ... as`
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module in moved:
-                names = {a.name for a in node.names} & moved[node.module]
-                through += [f"{_module_name(path)}: {node.module}.{n}" for n in sorted(names)]
-            if isinstance(node, ast.ImportFrom) and node.module == "vitcourse":
+            if isinstance(node, ast.ImportFrom) and node.module in paths and node.level == 0:
                 for a in node.names:
-                    if f"vitcourse.{a.name}" in moved:
-                        aliases[a.asname or a.name] = f"vitcourse.{a.name}"
+                    if f"{node.module}.{a.name}" in paths:
+                        aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+                    elif homeless(node.module, a.name):
+                        through.append(f"{_module_name(path)}: from {node.module} import {a.name}")
             if isinstance(node, ast.Import):
-                aliases |= {a.asname: a.name for a in node.names if a.asname and a.name in moved}
+                aliases |= {a.asname: a.name for a in node.names if a.asname and a.name in paths}
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-                home = aliases.get(node.value.id)
-                if home and node.attr in moved[home]:
-                    through.append(f"{_module_name(path)}: {home}.{node.attr}")
+                module = aliases.get(node.value.id)
+                if module and homeless(module, node.attr):
+                    through.append(f"{_module_name(path)}: {module}.{node.attr}")
     assert not through, through
+
+
+def test_the_old_homes_forward_to_the_new_and_only_what_moved():
+    """Every `_MOVED` name is found in its home, and the old home's documented names (`__all__`)
+    are its own: the book's reference lists each name once."""
+    import importlib
+
+    paths = {_module_name(path): path for path in PACKAGE.rglob("*.py")}
+    olds = [m for m, p in paths.items() if "_MOVED = " in p.read_text()]
+    assert {"vitcourse.vit", "vitcourse.data", "vitcourse.training"} <= set(olds), olds
+    for old in olds:
+        module = importlib.import_module(old)
+        for name, home in module._MOVED.items():
+            assert getattr(module, name) is getattr(
+                importlib.import_module(f"vitcourse.{home}"), name
+            )
+            assert name in _defined_in(paths[f"vitcourse.{home}"]), (old, name, home)
+        own = _defined_in(paths[old])
+        assert set(getattr(module, "__all__", [])) <= own, (old, set(module.__all__) - own)
+        with pytest.raises(AttributeError, match="has no attribute 'nothing'"):
+            module.nothing  # noqa: B018

@@ -44,8 +44,8 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from vitcourse import gradebook, sandbox
-from vitcourse.checks import EXERCISES
-from vitcourse.gradebook import STATUSES, Grade, summarise  # noqa: F401 - this module's API too
+from vitcourse.checks.registry import exercises
+from vitcourse.gradebook import Grade, summarise
 from vitcourse.grading import exercises_by_notebook, grade_notebook, match_notebook
 from vitcourse.sandbox import Limits
 
@@ -272,7 +272,7 @@ def _report(students, expected, skipped, journal: Path, out: Path):
             if notebook not in handed:
                 grades += [Grade(student, notebook, name, "not attempted", "not handed in")
                            for name in exercises_by_notebook()[notebook]]  # fmt: skip
-    order = list(EXERCISES)
+    order = list(exercises())
     grades.sort(key=lambda g: (g.student, order.index(g.exercise)))
     similar = gradebook.alike(answers)
     copies = {

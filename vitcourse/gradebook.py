@@ -31,7 +31,7 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from vitcourse.checks import EXERCISES
+from vitcourse.checks.registry import exercises
 
 STATUSES = ("passed", "wrong", "not attempted", "error", "timeout")
 MARKS = {"passed": "✓", "wrong": "✗", "error": "✗", "timeout": "⏱", "not attempted": "·"}
@@ -171,13 +171,13 @@ def write_reports(grades: list[Grade], skipped: list[str], similar: list[str], o
 
 def write_gradebook(grades: list[Grade], path: Path) -> None:
     """A row per student, a column per exercise (1 or 0) and the total."""
-    order = [name for name in EXERCISES if any(g.exercise == name for g in grades)]
+    order = [name for name in exercises() if any(g.exercise == name for g in grades)]
     points = collections.defaultdict(dict)
     for g in grades:
         points[g.student][g.exercise] = int(g.status == "passed")
     with open(path, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f, quoting=csv.QUOTE_NONNUMERIC)
-        writer.writerow(["student", *(f"{EXERCISES[n].notebook} {n}" for n in order), "total"])
+        writer.writerow(["student", *(f"{exercises()[n].notebook} {n}" for n in order), "total"])
         for student in sorted(points):
             row = [points[student].get(n, 0) for n in order]
             writer.writerow([cell(student), *row, sum(row)])
@@ -193,11 +193,11 @@ def summarise(grades: list[Grade], skipped: list[str] = ()) -> str:
     by_exercise = collections.defaultdict(list)
     for g in grades:
         by_exercise[g.exercise].append(g)
-    order = [name for name in EXERCISES if name in by_exercise]
+    order = [name for name in exercises() if name in by_exercise]
     for name in order:
         counts = collections.Counter(g.status for g in by_exercise[name])
         lines.append(
-            f"| {name} | {EXERCISES[name].notebook} | {counts['passed']} of "
+            f"| {name} | {exercises()[name].notebook} | {counts['passed']} of "
             f"{len(by_exercise[name])} | " + " | ".join(str(counts[s]) for s in STATUSES[1:]) + " |"
         )
     lines += ["", "## Most common mistakes", ""]
@@ -257,7 +257,7 @@ def normalised(source: str, name: str) -> str | None:
 
 def reference_source(name: str) -> str | None:
     """The course's solution to exercise `name`, normalised."""
-    reference = EXERCISES[name].reference
+    reference = exercises()[name].reference
     try:
         return normalised(inspect.getsource(reference), reference.__name__)
     except (OSError, TypeError):
@@ -279,7 +279,7 @@ def alike(answers: dict[tuple[str, str], str], near: float = 0.9) -> list[str]:
     by_exercise = collections.defaultdict(dict)
     for (student, name), source in answers.items():
         by_exercise[name][student] = source
-    for name in (n for n in EXERCISES if n in by_exercise):
+    for name in (n for n in exercises() if n in by_exercise):
         sources, solution = by_exercise[name], reference_source(name)
         students = sorted(s for s in sources if sources[s] != solution)
         found += [

@@ -29,8 +29,8 @@ from pathlib import Path
 import torch
 
 from vitcourse import gradebook, sandbox
-from vitcourse.checks import EXERCISES
 from vitcourse.checks.harness import CheckFailed, WeightsMismatch
+from vitcourse.checks.registry import exercises
 from vitcourse.grade_solutions import carries_solution, package_without
 from vitcourse.gradebook import Grade
 from vitcourse.sandbox import STARTUP_SECONDS, Limits
@@ -45,7 +45,7 @@ GRADER_FAULT = (
 def exercises_by_notebook() -> dict[str, list[str]]:
     """{notebook name (no .ipynb): [its exercises, in order]} for the notebooks with exercises."""
     notebooks: dict[str, list[str]] = {}
-    for exercise in EXERCISES.values():
+    for exercise in exercises().values():
         notebooks.setdefault(exercise.notebook, []).append(exercise.name)
     return notebooks
 
@@ -202,7 +202,7 @@ def probe(
     name: str, answer: bytes, work: Path, limits: Limits, use_sandbox: bool = True
 ) -> tuple[str, str, str]:
     """Run a kept answer on fresh inputs in a sandbox without the solution; judge it here."""
-    exercise = EXERCISES[name]
+    exercise = exercises()[name]
     inputs = exercise.inputs(secrets.randbelow(2**31))
     given, ran = work / f"probe-{name}" / "in", work / f"probe-{name}" / "out"
     given.mkdir(parents=True)

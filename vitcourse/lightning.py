@@ -45,7 +45,8 @@ import torch.nn.functional as F
 import torchmetrics
 from torch import nn
 
-from vitcourse.data import DatasetInfo, Loaders, load_dataset, make_loaders
+from vitcourse.data import Loaders, load_dataset, make_loaders
+from vitcourse.datasets import DatasetInfo
 from vitcourse.training import TrainConfig, learning_rate, make_optimizer, seed_everything
 
 

@@ -23,7 +23,8 @@ import numpy as np
 import torch
 
 from vitcourse.analysis import attention_rollout
-from vitcourse.training import Callback, Trainer
+from vitcourse.callbacks import Callback
+from vitcourse.training import Trainer
 
 # The figure's scale: inches per column of maps, and the size of its smallest words (points).
 INCHES = 0.95

@@ -100,13 +100,16 @@ def plot_reconstructions(
 
 # Names that lived here before the model had a file of its own (`vitcourse.mae`): notebook 09 and
 # its exercises import them from here; they load from their home when asked (PEP 562).
-_MOVED = ("MAEConfig", "MAEOutput", "MaskedAutoencoder", "hidden_count", "masked_patch_loss",
-          "random_masking")  # fmt: skip
+_MOVED = {
+    name: "mae"
+    for name in ("MAEConfig", "MAEOutput", "MaskedAutoencoder", "hidden_count",
+                 "masked_patch_loss", "random_masking")
+}  # fmt: skip
 
 
 def __getattr__(name: str):
-    if name in _MOVED:
-        from vitcourse import mae
+    if name in _MOVED:  # the name's home is imported when the name is first asked for
+        import importlib
 
-        return getattr(mae, name)
-    raise AttributeError(f"module 'vitcourse.pretraining' has no attribute {name!r}")
+        return getattr(importlib.import_module(f"vitcourse.{_MOVED[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

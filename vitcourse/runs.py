@@ -24,10 +24,11 @@ from pathlib import Path
 
 from torch import nn
 
+from vitcourse.callbacks import CheckpointCallback, ProgressCallback
 from vitcourse.checkpoints import CheckpointError, load_checkpoint, save_model
 from vitcourse.data import denormalize
 from vitcourse.environment import quick_mode
-from vitcourse.training import CheckpointCallback, ProgressCallback, TrainConfig
+from vitcourse.training import TrainConfig
 
 
 @dataclass(frozen=True)

@@ -51,11 +51,12 @@ import torch.distributed as dist
 from vitcourse.checkpoints import load_checkpoint
 from vitcourse.distillation import DistillationTrainer
 from vitcourse.environment import quick_mode
+from vitcourse.evaluation import evaluate
 from vitcourse.folders import SIZES_THAT_WORK
 from vitcourse.presets import PRESETS
 from vitcourse.scaling import PRECISIONS, init_distributed
 from vitcourse.train_run import CPU_BATCH, GPU_BATCH, TrainRun, plan
-from vitcourse.training import TrainConfig, Trainer, evaluate
+from vitcourse.training import TrainConfig, Trainer
 
 
 def _channels(text: str) -> tuple[int, ...]:

@@ -22,7 +22,8 @@ from torch import nn
 
 from vitcourse.checkpoints import CheckpointError, build_model, load_checkpoint, load_model
 from vitcourse.cnn import CNNConfig, cnn_preset_for
-from vitcourse.data import DatasetInfo, Loaders, dataset_info, denormalize, make_loaders
+from vitcourse.data import Loaders, dataset_info, denormalize, make_loaders
+from vitcourse.datasets import DatasetInfo
 from vitcourse.distillation import DistillationTrainer
 from vitcourse.environment import pick_device
 from vitcourse.folders import folder_name, is_image_folder, kept_info, kept_settings

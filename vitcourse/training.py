@@ -32,10 +32,7 @@ from torch import nn
 
 from vitcourse.callbacks import (
     Callback,
-    CheckpointCallback,
-    ProgressCallback,
     StopTraining,
-    Timeline,
 )
 from vitcourse.checkpoints import atomic_save
 from vitcourse.clock import Clock
@@ -43,10 +40,6 @@ from vitcourse.environment import pick_device
 from vitcourse.evaluation import accuracy, evaluate
 from vitcourse.resuming import EpochReplay, restore_training, training_state
 from vitcourse.scaling import (
-    PRECISIONS,
-    autocast_dtype,
-    distributed,
-    init_distributed,
     mean_over_processes,
     mixed_precision,
     prepare_network,
@@ -55,28 +48,25 @@ from vitcourse.scaling import (
     to_device,
 )
 
-# The public names, with those re-exported from the rooms they moved to (notebooks and scripts
-# import them from here).
 __all__ = [
-    "PRECISIONS",
-    "Callback",
-    "CheckpointCallback",
     "History",
-    "ProgressCallback",
-    "StopTraining",
-    "Timeline",
     "TrainConfig",
     "Trainer",
-    "autocast_dtype",
-    "distributed",
-    "evaluate",
-    "init_distributed",
     "learning_rate",
     "make_optimizer",
     "seed_everything",
-    "to_device",
     "train_step",
 ]
+
+# Names that live in the rooms above, still importable from here (`from vitcourse.training import
+# ProgressCallback, evaluate`), as notebooks and scripts import them.
+_MOVED = {
+    "Callback": "callbacks", "CheckpointCallback": "callbacks", "ProgressCallback": "callbacks",
+    "StopTraining": "callbacks", "Timeline": "callbacks",
+    "evaluate": "evaluation", "accuracy": "evaluation",
+    "PRECISIONS": "scaling", "autocast_dtype": "scaling", "distributed": "scaling",
+    "init_distributed": "scaling", "to_device": "scaling",
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -387,3 +377,11 @@ def seed_everything(seed: int) -> None:
     """Seed Python's and PyTorch's random number generators."""
     random.seed(seed)
     torch.manual_seed(seed)
+
+
+def __getattr__(name: str):
+    if name in _MOVED:  # the name's home is imported when the name is first asked for
+        import importlib
+
+        return getattr(importlib.import_module(f"vitcourse.{_MOVED[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
