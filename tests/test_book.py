@@ -60,9 +60,11 @@ def _need_book_tools():
         pytest.skip(message)
 
 
-def build_book(folder: Path, notebooks: Path = ROOT / "notebooks") -> subprocess.CompletedProcess:
-    """Build the book from a copy of book/ in `folder`, in quick mode; the html is in
-    folder/book/_build/html."""
+def build_book(
+    folder: Path, notebooks: Path = ROOT / "notebooks", root: Path = ROOT
+) -> subprocess.CompletedProcess:
+    """Build the book from a copy of book/ in `folder`, in quick mode, with the package, docs/ and
+    student/ of `root`; the html is in folder/book/_build/html."""
     source = folder / "book"
     shutil.copytree(
         ROOT / "book", source, ignore=shutil.ignore_patterns("_build", "notebooks", "docs")
@@ -71,7 +73,7 @@ def build_book(folder: Path, notebooks: Path = ROOT / "notebooks") -> subprocess
     env = dict(
         os.environ,
         VITCOURSE_QUICK="1",
-        VITCOURSE_ROOT=str(ROOT),
+        VITCOURSE_ROOT=str(root),
         VITCOURSE_BOOK_NOTEBOOKS=str(notebooks),
         VITCOURSE_BOOK_CACHE=str(folder / "cache"),
         PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
@@ -477,6 +479,35 @@ def test_a_failing_cell_stops_the_build(tmp_path):
     assert done.returncode != 0
     said = done.stdout + done.stderr
     assert "04_transformer_block" in said and "broken on purpose" in said, said[-3000:]
+
+
+def test_a_docstring_sphinx_cannot_read_stops_the_build(tmp_path):
+    """The package's reference is part of the book: a docstring that is not valid reStructuredText
+    (here an indented line after a paragraph, which Sphinx would render as a run-on quote) fails
+    the build, naming the module, as any other Sphinx warning does."""
+    _need_book_tools()
+    course = tmp_path / "course"
+    for folder in ("vitcourse", "docs", "student"):
+        shutil.copytree(
+            ROOT / folder, course / folder, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    with (course / "vitcourse" / "clock.py").open("a") as module:
+        module.write(
+            '\n\ndef badly_written():\n    """Two lines:\n    one,\n        then one indented."""\n'
+        )
+    notebooks = tmp_path / "notebooks"  # every notebook, cut to its title: the book is whole
+    notebooks.mkdir()
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        source = json.loads(path.read_text())
+        source["cells"] = source["cells"][:1]
+        (notebooks / path.name).write_text(json.dumps(source))
+    done = build_book(tmp_path, notebooks, root=course)
+    said = done.stdout + done.stderr
+    problems = [line for line in said.splitlines() if "WARNING:" in line or "ERROR:" in line]
+    assert done.returncode != 0, said[-3000:]
+    assert len(problems) == 1, problems  # the build is clean but for the bad docstring
+    assert "vitcourse.clock.badly_written" in problems[0], problems
+    assert "Unexpected indentation" in problems[0], problems
 
 
 def test_notebook_06s_page_shows_a_run_of_fixed_passes_and_says_so(book):

@@ -1,7 +1,7 @@
 """vitcourse: the tested reference package behind the Vision Transformer course.
 
 Each module is one concept, introduced by one notebook (Dosovitskiy et al., "An Image is Worth
-16x16 Words", ICLR 2021):
+16x16 Words", ICLR 2021)::
 
     environment         notebook 00: the machine (quick mode, the data folder, the device) and
                         every notebook's set-up cell (`setup`)
@@ -63,7 +63,7 @@ distillation, and the command lines (runs, train_run, train, pretrain). analysis
 diagrams read the model pieces only; checks reads them and the references of training,
 analysis, pretraining and distillation; student reads nothing of the package but `checks`.
 
-Shape legend, used in every docstring and comment:
+Shape legend, used in every docstring and comment::
 
     B  batch size            C  image channels       H, W  image height and width
     P  patch size            N  patches = (H/P)(W/P) T     tokens = N + 1 (the cls token)

@@ -1,6 +1,7 @@
 """Checkpoints: saving and loading models and training runs, safely, for every kind of model.
 
 Introduced in notebook 06. Two kinds of file, both plain dicts written with `torch.save`:
+
 - a *model file* (`save_model`): weights, config and architecture name, plus any plain facts you
   pass (test accuracy, the training command, the history); `load_model` rebuilds the model;
 - a *training checkpoint* (`Trainer.save` in `vitcourse.training`): the same, plus the optimizer,

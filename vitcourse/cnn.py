@@ -7,6 +7,7 @@ config, and it has the same `config`, `num_parameters` and `(B, C, H, W) -> (B, 
 interface, so `vitcourse.training.Trainer` trains it with the very same loop.
 
 What a convolution assumes and a ViT does not (its "inductive bias"):
+
 - locality: a 3 x 3 filter sees only neighbouring pixels; a ViT's attention may mix any patches.
 - translation equivariance: the same filter slides over every pixel, so a shifted image gives a
   shifted feature map. A ViT's patch embedding is a convolution too, but one that moves a whole

@@ -37,6 +37,7 @@ def distillation_loss(
     """DeiT's loss (notebook 09's exercise); every logits tensor is (B, classes).
 
     (1 - alpha) * cross entropy of the cls head against the true labels, plus alpha times:
+
     - "hard": cross entropy of the distillation head against the teacher's guesses (its
       argmax). DeiT's equation 3 uses alpha = 1/2.
     - "soft": tau^2 * KL(teacher || student) between the softmaxes at temperature tau, averaged

@@ -157,11 +157,13 @@ def prepare_environment(
     """Get a notebook ready to run; returns a report of where it runs and what was done.
 
     On Colab or Kaggle (the set-up cell has just installed this package from GitHub):
+
     - installs the packages the course needs that the runtime lacks (`HOSTED_PACKAGES`), never
       torch or torchvision: pip is held to the preinstalled versions, built for the runtime's GPU;
     - where the data folder is missing, makes `data/` in the working folder and fetches
       Fashion-MNIST and the course's trained models into it from the repository;
     - on Colab, turns on its custom widget manager, which ipywidgets' sliders need there.
+
     Everywhere: reports the device and the notebook's measured running time, and on a hosted
     runtime without a GPU, how to get one.
 

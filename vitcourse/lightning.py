@@ -21,17 +21,18 @@ Like `Trainer.fit`, a fresh run seeds torch's generator with `config.seed` (plus
 rank), so random crops and flips draw the same numbers. From the same initial weights and
 batches, N Lightning steps on a CPU give the course's weights to the last bit
 (tests/test_lightning.py). What differs:
-    - The length of training is the Lightning trainer's (`max_epochs` or `max_steps`), and must
-      agree with `config.epochs`. There is no time budget: `TrainConfig(minutes=...)` is refused
-      (`lightning.Trainer(max_time=...)` stops on the clock, but the schedule does not shrink).
-    - Checkpoints are Lightning's own (`ModelCheckpoint`, `ckpt_path=`), not `vitcourse.resuming`:
-      no replay of the rest of an interrupted epoch, and no random states saved.
-    - From the second epoch on, the training images come in another order. torch's
-      RandomSampler draws a spare permutation when its iterator is run to the end: the course's
-      `for` loop runs it to the end, Lightning stops after `len(loader)` batches. The same
-      recipe and data, shuffled differently.
-    - Under several processes Lightning's own DistributedSampler shares out the training images
-      (not the course's `ShardSampler`), so the batches differ from `python -m vitcourse.train`'s.
+
+- The length of training is the Lightning trainer's (`max_epochs` or `max_steps`), and must
+  agree with `config.epochs`. There is no time budget: `TrainConfig(minutes=...)` is refused
+  (`lightning.Trainer(max_time=...)` stops on the clock, but the schedule does not shrink).
+- Checkpoints are Lightning's own (`ModelCheckpoint`, `ckpt_path=`), not `vitcourse.resuming`:
+  no replay of the rest of an interrupted epoch, and no random states saved.
+- From the second epoch on, the training images come in another order. torch's
+  RandomSampler draws a spare permutation when its iterator is run to the end: the course's
+  `for` loop runs it to the end, Lightning stops after `len(loader)` batches. The same
+  recipe and data, shuffled differently.
+- Under several processes Lightning's own DistributedSampler shares out the training images
+  (not the course's `ShardSampler`), so the batches differ from `python -m vitcourse.train`'s.
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ and a checkpoint callback saves them. The trainer trains any model with a `confi
 `architecture` name: the course's ViT, or notebook 08's CNN (`vitcourse.cnn`).
 
 The loop (`Trainer.train_epoch`) is what notebook 06 prints. What it leaves out lives in rooms
-named for it:
+named for it::
+
     callbacks   progress bars, checkpoints, timelines, live plots (`Callback` and its events)
     evaluation  loss, accuracy and per-class scores on a split (`evaluate`)
     clock       the time budget: seconds of training, validation left out (`Clock`)

@@ -2,7 +2,7 @@
 
 Used by the exercises in notebooks 01-09. The package mirrors the modules it checks:
 `checks.patching` checks `vitcourse.patching`, `checks.attention` checks `vitcourse.attention`,
-and so on; the reference solutions live in their concept's module. Three rooms serve them all:
+and so on; the reference solutions live in their concept's module. Four rooms serve them all::
 
     harness    run the learner's code on seeded inputs, compare with the reference, and fail
                with the hint that names the likely mistake (`compare`, `CheckFailed`)

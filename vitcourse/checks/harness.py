@@ -2,6 +2,7 @@
 with the hint that names the likely mistake.
 
 Every check in this package has three parts, built from these few pieces:
+
 - `inputs(seed)`: seeded inputs (`seeded`), and for a module the reference's weights;
 - `run(learner, **inputs)`: only the learner's code, called on them (a module is built, given the
   reference's weights and run: `run_with_reference_weights`). The class grader runs this part in a
@@ -9,6 +10,7 @@ Every check in this package has three parts, built from these few pieces:
 - `judge(got, **inputs)`: what came back (plain tensors and numbers, `checks.answers`) handed to
   `compare` with the classic mistakes, each as (hint, a function computing what that mistake would
   output): an output that matches a mistake gets its hint. `fail` raises `CheckFailed`.
+
 The registry (`checks.registry`) turns the verdict into what the notebook shows.
 """
 

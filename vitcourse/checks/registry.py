@@ -4,6 +4,7 @@
 (and the notebook's check cell rebinds). The check itself only compares: it returns on a right
 answer, raises `CheckFailed` on a wrong one, and `NotWritten` while the exercise is open. What
 the learner sees, written once here for every check:
+
 - "✓ name: correct", and the learner's own object back, so the notebook goes on with their code;
 - "… name: not written yet", and the course's solution (`reference`) in its place, so the rest of
   the notebook runs;
