@@ -55,12 +55,9 @@ def _module_name(path: Path) -> str:
 
 
 def _imports_of(path: Path, modules: set[str]) -> set[str]:
-    """The vitcourse modules a module imports, anywhere in it (inside functions too), except
-    under `if TYPE_CHECKING:`."""
+    """The vitcourse modules a module imports, anywhere in it (inside functions, and under
+    `if TYPE_CHECKING:`: a cycle for the type hints alone is still one a reader must untangle)."""
     tree = ast.parse(path.read_text())
-    for node in ast.walk(tree):  # imports for type hints only never run: leave them out
-        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
-            node.body = []
     found = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("vitcourse"):

@@ -27,16 +27,13 @@ without it, and the callback says how to install it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import torch
 from matplotlib.figure import Figure
 
 from vitcourse.callbacks import Callback
 from vitcourse.live import cls_attention, overlay, shown_layers
-
-if TYPE_CHECKING:  # for the type hints only
-    from vitcourse.training import Trainer
+from vitcourse.training import Trainer
 
 INSTALL = "pip install -r requirements-extras.txt"
 
