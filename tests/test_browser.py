@@ -34,7 +34,9 @@ EXPLORER_NOTEBOOKS = [
 ]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
-pytestmark = pytest.mark.slow
+# Under pytest-xdist (CI's `-n auto --dist loadgroup`) these tests share one worker:
+# one JupyterLab server and browser for every test.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("browser")]
 
 
 def _need_browser():

@@ -12,7 +12,10 @@ from vitcourse.deit import DistilledViT
 from vitcourse.presets import preset, preset_for
 from vitcourse.vit import VisionTransformer
 
-pytestmark = pytest.mark.slow  # each test trains through the real data pipeline: seconds each
+# Under pytest-xdist (CI's `-n auto --dist loadgroup`) these tests share one worker:
+# one pre-training run for every test.
+# Each test trains through the real data pipeline: seconds each.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("pretrain")]
 
 
 @pytest.fixture(scope="module")
