@@ -47,9 +47,7 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 COLAB = f"https://colab.research.google.com/github/{REPOSITORY}/blob/{BRANCH}/"
 TRACEBACK = "Traceback (most recent call last)"  # a printed, caught error is a lesson; this is not
 
-# Under pytest-xdist (CI's `-n auto --dist loadgroup`) these tests share one worker:
-# the built book and one browser for every test.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("book")]
+pytestmark = pytest.mark.slow
 
 
 def _need_book_tools():

@@ -34,9 +34,7 @@ EXPLORER_NOTEBOOKS = [
 ]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
-# Under pytest-xdist (CI's `-n auto --dist loadgroup`) these tests share one worker:
-# one JupyterLab server and browser for every test.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("browser")]
+pytestmark = pytest.mark.slow
 
 
 def _need_browser():

@@ -21,10 +21,6 @@ from tests.conftest import need, need_sandbox
 from vitcourse import checks, grade, gradebook, sandbox
 from vitcourse.student import student_notebook
 
-# Under pytest-xdist (CI's `-n auto --dist loadgroup`) these tests share one worker:
-# one class graded for every test.
-pytestmark = pytest.mark.xdist_group("grade")
-
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 

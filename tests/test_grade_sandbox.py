@@ -26,10 +26,6 @@ from tests.conftest import need_sandbox
 from tests.hostile import ROUND_TWO, SECRET, grade_command, write_hostile_class, write_round_two
 from vitcourse import gradebook
 
-# Under pytest-xdist (CI's `-n auto --dist loadgroup`) these tests share one worker:
-# the hostile classes, graded once for every test.
-pytestmark = pytest.mark.xdist_group("grade_sandbox")
-
 ROOT = Path(__file__).resolve().parent.parent
 
 

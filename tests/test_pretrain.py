@@ -12,10 +12,7 @@ from vitcourse.deit import DistilledViT
 from vitcourse.presets import preset, preset_for
 from vitcourse.vit import VisionTransformer
 
-# Under pytest-xdist (CI's `-n auto --dist loadgroup`) these tests share one worker:
-# one pre-training run for every test.
-# Each test trains through the real data pipeline: seconds each.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("pretrain")]
+pytestmark = pytest.mark.slow  # each test trains through the real data pipeline: seconds each
 
 
 @pytest.fixture(scope="module")
