@@ -18,7 +18,7 @@ import json
 import time
 from pathlib import Path
 
-from vitcourse import train
+from vitcourse.cli import train
 
 
 def _setting(text: str) -> tuple[int, float]:

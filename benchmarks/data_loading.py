@@ -3,10 +3,10 @@
 The old way, and torchvision's usual one, reads a training image at a time: a PIL image, a random
 crop, a flip, ToTensor and Normalize, then the DataLoader stacks 128 of them. `make_loaders` keeps
 the images in memory as bytes and crops, flips and normalises a whole batch in a few tensor
-operations (`vitcourse.data.InMemoryImages`). Both read the same shuffled batches of the training
-split in the main process, as training on a CPU does; the two take turns round by round, and the
-script reports the median seconds per pass over the data (an "epoch" of loading only) and their
-ratio.
+operations (`vitcourse.data.loading.InMemoryImages`). Both read the same shuffled batches of the
+training split in the main process, as training on a CPU does; the two take turns round by round,
+and the script reports the median seconds per pass over the data (an "epoch" of loading only) and
+their ratio.
 
     python benchmarks/data_loading.py                   # Fashion-MNIST, 5 rounds of 100 batches
     python benchmarks/data_loading.py --rounds 5 --batches 100 --json data_loading.json
@@ -22,7 +22,7 @@ import time
 import torch
 from torch.utils.data import DataLoader
 
-from vitcourse.data import dataset_info, load_dataset, make_loaders
+from vitcourse.data.loading import dataset_info, load_dataset, make_loaders
 
 
 def seconds_per_batch(loader: DataLoader, batches: int) -> float:

@@ -20,7 +20,7 @@ import json
 import time
 from pathlib import Path
 
-from vitcourse import train
+from vitcourse.cli import train
 
 
 def _plain(settings: dict) -> dict:

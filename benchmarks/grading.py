@@ -24,9 +24,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from vitcourse.grade import grade_class
-from vitcourse.sandbox import Limits
-from vitcourse.student import student_notebook
+from vitcourse.classroom.grade import grade_class
+from vitcourse.classroom.sandbox import Limits
+from vitcourse.classroom.student import student_notebook
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 WRONG_PATCHIFY = """def patchify(images, patch_size):

@@ -1,9 +1,9 @@
 """Training speed by precision and compilation: what the trainer's GPU paths do on this device.
 
-Times the trainer's own step (`vitcourse.training.train_step`: forward, loss, backward, clipping,
-AdamW) on one random batch, for float32, bfloat16 autocast, float16 autocast with a gradient
-scaler, and float32 after `torch.compile`; interleaved round by round so that a noisy shared
-machine slows each alike. Reports the median images per second of each, its ratio to float32,
+Times the trainer's own step (`vitcourse.training.loop.train_step`: forward, loss, backward,
+clipping, AdamW) on one random batch, for float32, bfloat16 autocast, float16 autocast with a
+gradient scaler, and float32 after `torch.compile`; interleaved round by round so that a noisy
+shared machine slows each alike. Reports the median images per second of each, its ratio to float32,
 and how long compiling took.
 
     python benchmarks/precision.py                       # the course's ViT, this machine's device
@@ -24,7 +24,7 @@ import torch
 
 from vitcourse.environment import pick_device
 from vitcourse.presets import PRESETS
-from vitcourse.training import TrainConfig, make_optimizer, train_step
+from vitcourse.training.loop import TrainConfig, make_optimizer, train_step
 from vitcourse.vit import VisionTransformer
 
 KINDS = ("fp32", "bf16", "fp16", "compiled")

@@ -22,7 +22,7 @@ import statistics
 import time
 from pathlib import Path
 
-from vitcourse import pretrain, train
+from vitcourse.cli import pretrain, train
 
 
 def run_train(out: Path, fraction: float, minutes: float, seed: int, init: Path | None) -> dict:

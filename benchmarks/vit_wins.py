@@ -32,14 +32,14 @@ from pathlib import Path
 import torch
 from torch.utils.data import DataLoader, Subset
 
-from vitcourse.callbacks import Timeline
 from vitcourse.cnn import SmallCNN, cnn_preset_for
-from vitcourse.data import DatasetInfo, dataset_info, make_loaders
-from vitcourse.datasets import scrambled_twin
+from vitcourse.data.datasets import DatasetInfo, scrambled_twin
+from vitcourse.data.loading import dataset_info, make_loaders
 from vitcourse.environment import pick_device
-from vitcourse.evaluation import evaluate
 from vitcourse.presets import preset_for
-from vitcourse.training import TrainConfig, Trainer
+from vitcourse.training.callbacks import Timeline
+from vitcourse.training.evaluation import evaluate
+from vitcourse.training.loop import TrainConfig, Trainer
 from vitcourse.vit import VisionTransformer
 
 

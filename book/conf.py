@@ -31,8 +31,9 @@ HERE = Path(__file__).resolve().parent
 ROOT = Path(os.environ.get("VITCOURSE_ROOT", HERE.parent)).resolve()
 sys.path.insert(0, str(ROOT))
 
+import vitcourse  # noqa: E402
+from vitcourse.classroom.student import BEGIN, strip_solutions  # noqa: E402
 from vitcourse.hosting import colab_url  # noqa: E402
-from vitcourse.student import BEGIN, strip_solutions  # noqa: E402
 
 NOTEBOOKS = Path(os.environ.get("VITCOURSE_BOOK_NOTEBOOKS", ROOT / "notebooks")).resolve()
 QUICK = os.environ.get("VITCOURSE_QUICK", "0") not in ("", "0")
@@ -203,6 +204,8 @@ nb_merge_streams = False  # 1.4 merges them and keeps the parts too: every line 
 
 # The package's reference, one page per module, from the docstrings (reference.md).
 autosummary_generate = True
+# The old doors (`vitcourse.OLD_DOORS`) stand for modules documented in their subpackages: no page.
+autosummary_context = {"old_doors": [f"vitcourse.{name}" for name in vitcourse.OLD_DOORS]}
 autodoc_default_options = {"members": True, "show-inheritance": True}
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"

@@ -24,7 +24,7 @@ matplotlib.use("Agg")  # files only, no window
 
 import matplotlib.pyplot as plt  # noqa: E402
 
-from vitcourse.data import dataset_info, denormalize, load_dataset  # noqa: E402
+from vitcourse.data.loading import dataset_info, denormalize, load_dataset  # noqa: E402
 from vitcourse.diagrams import model_map_figure  # noqa: E402
 from vitcourse.presets import preset_for  # noqa: E402
 

@@ -79,7 +79,7 @@ def toy_loaders():
 def new_trainer(config=None, callbacks=(), seed=0):
     """A Trainer of a tiny ViT on the toy data, on the CPU (the recipe of tests/test_training.py
     unless `config` says otherwise)."""
-    from vitcourse.training import TrainConfig, Trainer
+    from vitcourse.training.loop import TrainConfig, Trainer
     from vitcourse.vit import VisionTransformer
 
     torch.manual_seed(seed)
@@ -119,7 +119,7 @@ def need_sandbox() -> None:
     under CI, where .ci/run installs both and their absence fails the test."""
     import os
 
-    from vitcourse import sandbox
+    from vitcourse.classroom import sandbox
 
     need("cloudpickle", "pip install -r requirements-teachers.txt")
 

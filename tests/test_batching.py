@@ -1,12 +1,12 @@
-"""vitcourse.batching: images held in memory read exactly as torchvision's pipeline gives them,
+"""vitcourse.data.batching: images held in memory read exactly as torchvision's pipeline gives them,
 and the batch augmentation that does RandomCrop and RandomHorizontalFlip's job."""
 
 import pytest
 import torch
 
-from vitcourse.batching import InMemoryImages, random_crop_flip
-from vitcourse.data import load_dataset
-from vitcourse.datasets import dataset_info
+from vitcourse.data.batching import InMemoryImages, random_crop_flip
+from vitcourse.data.datasets import dataset_info
+from vitcourse.data.loading import load_dataset
 
 
 def test_in_memory_images_read_exactly_as_load_dataset():

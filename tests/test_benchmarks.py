@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from vitcourse.data import make_loaders
+from vitcourse.data.loading import make_loaders
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 

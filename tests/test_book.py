@@ -491,7 +491,7 @@ def test_a_docstring_sphinx_cannot_read_stops_the_build(tmp_path):
         shutil.copytree(
             ROOT / folder, course / folder, ignore=shutil.ignore_patterns("__pycache__")
         )
-    with (course / "vitcourse" / "clock.py").open("a") as module:
+    with (course / "vitcourse" / "training" / "clock.py").open("a") as module:
         module.write(
             '\n\ndef badly_written():\n    """Two lines:\n    one,\n        then one indented."""\n'
         )
@@ -506,7 +506,7 @@ def test_a_docstring_sphinx_cannot_read_stops_the_build(tmp_path):
     problems = [line for line in said.splitlines() if "WARNING:" in line or "ERROR:" in line]
     assert done.returncode != 0, said[-3000:]
     assert len(problems) == 1, problems  # the build is clean but for the bad docstring
-    assert "vitcourse.clock.badly_written" in problems[0], problems
+    assert "vitcourse.training.clock.badly_written" in problems[0], problems
     assert "Unexpected indentation" in problems[0], problems
 
 

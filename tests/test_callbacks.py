@@ -1,4 +1,4 @@
-"""vitcourse.callbacks: the timeline of notebook 08's race and the progress bar."""
+"""vitcourse.training.callbacks: the timeline of notebook 08's race and the progress bar."""
 
 import io
 
@@ -7,18 +7,14 @@ import torch
 
 from tests.conftest import new_trainer
 from vitcourse.cnn import SmallCNN
-from vitcourse.training import (
-    ProgressCallback,
-    Timeline,
-    TrainConfig,
-    Trainer,
-    evaluate,
-)
+from vitcourse.training.callbacks import ProgressCallback, Timeline
+from vitcourse.training.evaluation import evaluate
+from vitcourse.training.loop import TrainConfig, Trainer
 
 
 def test_timeline_measures_accuracy_over_training_time(monkeypatch, tiny_cnn, toy_loaders):
     """A stand-in clock moves 10 ms per reading; evaluations are paused time."""
-    from vitcourse import clock
+    from vitcourse.training import clock
 
     ticks = iter(range(10**6))
     monkeypatch.setattr(clock, "now", lambda: next(ticks) * 0.01)
@@ -56,7 +52,7 @@ def test_progress_prints_a_line_every_few_epochs(capsys):
 
 
 def test_progress_bar_counts_steps_or_budget_seconds(monkeypatch):
-    from vitcourse import callbacks, clock
+    from vitcourse.training import callbacks, clock
 
     # Draw the bar into a string even though pytest's output is not a terminal.
     class Drawn(callbacks.tqdm):
@@ -79,8 +75,8 @@ def test_progress_bar_counts_steps_or_budget_seconds(monkeypatch):
 def test_a_callback_can_stop_training_cleanly(tmp_path, toy_loaders):
     """A callback that raises StopTraining after 5 steps ends fit there: the model, its history
     and a checkpoint are kept, as after Ctrl-C, and the trainer says why it stopped."""
-    from vitcourse.callbacks import Callback, CheckpointCallback, StopTraining
     from vitcourse.checkpoints import load_checkpoint
+    from vitcourse.training.callbacks import Callback, CheckpointCallback, StopTraining
 
     class FiveSteps(Callback):
         def on_step_end(self, trainer, loss):

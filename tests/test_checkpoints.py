@@ -1,4 +1,5 @@
-"""vitcourse.checkpoints: safe files for models and training runs, and the registry of model kinds."""
+"""vitcourse.checkpoints: safe files for models and training runs, and the registry of model
+kinds."""
 
 import dataclasses
 import subprocess
@@ -21,9 +22,9 @@ from vitcourse.checkpoints import (
     shipped_model,
 )
 from vitcourse.cnn import SmallCNN
-from vitcourse.data import load_dataset
+from vitcourse.data.loading import load_dataset
 from vitcourse.presets import preset_for
-from vitcourse.training import TrainConfig, Trainer
+from vitcourse.training.loop import TrainConfig, Trainer
 from vitcourse.vit import VisionTransformer
 
 
@@ -175,12 +176,13 @@ def test_the_shipped_inside_model_has_room_to_look_inside():
 
 def test_every_shipped_model_loads_in_a_fresh_process():
     """With nothing imported but the checkpoints module: every model kind is registered where
-    checkpoints are read (the masked autoencoder once needed `import vitcourse.pretraining`)."""
+    checkpoints are read (the masked autoencoder once needed
+    `import vitcourse.training.pretraining`)."""
     files = sorted(str(p) for p in TRAINED_DIR.glob("*.pt"))
     code = (
         "import sys\nfrom vitcourse.checkpoints import load_model\n"
         f"print([load_model(f).architecture for f in {files!r}])\n"
-        "print('vitcourse.pretraining' in sys.modules)\n"
+        "print('vitcourse.training.pretraining' in sys.modules)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]

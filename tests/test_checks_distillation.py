@@ -34,7 +34,7 @@ def _distill(mode="good"):
 
 
 def test_distillation_loss_check_accepts_good_answers():
-    from vitcourse.distillation import distillation_loss
+    from vitcourse.training.distillation import distillation_loss
 
     assert checks.check_distillation_loss(distillation_loss) is distillation_loss
     good = _distill()

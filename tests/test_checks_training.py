@@ -38,7 +38,7 @@ def _step(order: str, smoothing: bool = True):
 
 
 def test_train_step_accepts_the_reference_and_a_learners_version(capsys):
-    from vitcourse.training import train_step
+    from vitcourse.training.loop import train_step
 
     assert checks.EXERCISES["train_step"].check(train_step) is train_step  # passes its own check
     good = _step("zero backward clip step")

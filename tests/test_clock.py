@@ -1,20 +1,17 @@
-"""vitcourse.clock: the time budget drives the schedule and stops training; paused time is not
-counted."""
+"""vitcourse.training.clock: the time budget drives the schedule and stops training; paused time is
+not counted."""
 
 import pytest
 
 from tests.conftest import new_trainer
-from vitcourse.training import (
-    Callback,
-    TrainConfig,
-    learning_rate,
-)
+from vitcourse.training.callbacks import Callback
+from vitcourse.training.loop import TrainConfig, learning_rate
 
 
 def test_time_budget_drives_the_schedule_and_stops(monkeypatch):
     """With a stand-in clock on which every step takes 10 ms, the run is the same on any
     machine, busy or not: the budget, not the speed of the computer, decides."""
-    from vitcourse import clock
+    from vitcourse.training import clock
 
     monkeypatch.setattr(clock, "now", lambda: trainer.step * 0.01)
     config = TrainConfig(minutes=0.5 / 60, lr=1e-3, warmup=0.2)  # half a (stand-in) second
@@ -44,7 +41,7 @@ def test_time_budget_drives_the_schedule_and_stops(monkeypatch):
 
 
 def test_the_clock_counts_training_and_leaves_paused_time_out(monkeypatch):
-    from vitcourse import clock
+    from vitcourse.training import clock
 
     readings = iter([10.0, 12.0, 13.0, 20.0, 21.5])
     monkeypatch.setattr(clock, "now", lambda: next(readings))

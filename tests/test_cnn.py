@@ -6,14 +6,11 @@ import pytest
 import torch
 
 from vitcourse.cnn import CNN_PRESETS, CNNConfig, SmallCNN, cnn_preset_for
-from vitcourse.data import dataset_info
+from vitcourse.data.loading import dataset_info
 from vitcourse.embedding import conv_bn_relu
 from vitcourse.presets import preset
-from vitcourse.training import (
-    TrainConfig,
-    Trainer,
-    evaluate,
-)
+from vitcourse.training.evaluation import evaluate
+from vitcourse.training.loop import TrainConfig, Trainer
 from vitcourse.vit import VisionTransformer
 
 

@@ -1,6 +1,6 @@
-"""vitcourse.data: Fashion-MNIST offline through `load_dataset`, the loaders, the other datasets'
-code paths on small files in torchvision's on-disk format written here, and every name that
-moved out of the module still found in it. (The files themselves are tests/test_files.py's, the
+"""vitcourse.data.loading: Fashion-MNIST offline through `load_dataset`, the loaders, the other
+datasets' code paths on small files in torchvision's on-disk format written here, and every name
+that moved out of the module still found in it. (The files themselves are tests/test_files.py's, the
 table tests/test_datasets.py's, the in-memory batches tests/test_batching.py's.)"""
 
 import hashlib
@@ -14,9 +14,12 @@ import pytest
 import torch
 from torchvision import datasets, transforms
 
-from vitcourse import batching, data, files, photos, scaling
-from vitcourse import datasets as table
-from vitcourse.data import InMemoryImages, dataset_info, denormalize, load_dataset, make_loaders
+from vitcourse.data import batching, files, photos
+from vitcourse.data import datasets as table
+from vitcourse.data import loading as data
+from vitcourse.data.batching import InMemoryImages
+from vitcourse.data.loading import dataset_info, denormalize, load_dataset, make_loaders
+from vitcourse.training import scaling
 
 # --- Fashion-MNIST, shipped in data/ -------------------------------------
 
@@ -240,14 +243,18 @@ def test_make_loaders_fraction_keeps_a_share_of_training_only():
 )
 def test_names_that_moved_out_are_still_found_in_data(module, name):
     """Notebooks, student copies and learners' own code import these from `vitcourse.data`; the
-    book documents them once, in their home (not in `data.__all__`)."""
-    assert name in data._MOVED and name not in data.__all__
-    assert getattr(data, name) is getattr(module, name)
+    book documents them once, in their room (`vitcourse.data` documents no names of its own)."""
+    import vitcourse.data
+
+    assert name in vitcourse.data._MOVED and not hasattr(vitcourse.data, "__all__")
+    assert name not in data.__all__  # nor does `vitcourse.data.loading`
+    assert getattr(vitcourse.data, name) is getattr(module, name)
 
 
 def test_data_dataset_info_is_the_tables_for_its_names():
-    """`vitcourse.data.dataset_info` is the door: the table's entry for a name (a folder's path is
-    `vitcourse.folders`', tests/test_folders.py), and a `DatasetInfo` stands for itself."""
+    """`vitcourse.data.loading.dataset_info` is the door: the table's entry for a name (a folder's
+    path is `vitcourse.data.folders`', tests/test_folders.py), and a `DatasetInfo` stands for
+    itself."""
     assert "dataset_info" in data.__all__
     for name in table.DATASETS:
         assert data.dataset_info(name) is table.dataset_info(name) is table.DATASETS[name]

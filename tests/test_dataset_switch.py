@@ -1,6 +1,6 @@
 """The `DATASET` switch is real: every notebook that loads data runs top to bottom, in quick mode,
 with each of "mnist", "cifar10" and "cifar100" in place of "fashion-mnist", and with a folder of
-images (one sub-folder per class, `vitcourse.folders`).
+images (one sub-folder per class, `vitcourse.data.folders`).
 
 Those datasets cannot be downloaded here, so the test writes small files in torchvision's own
 on-disk formats (a few thousand random images: enough for the 5,000 images `make_loaders` holds

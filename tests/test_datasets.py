@@ -1,9 +1,9 @@
-"""vitcourse.datasets: the dataset table, each entry's classes and course models."""
+"""vitcourse.data.datasets: the dataset table, each entry's classes and course models."""
 
 import pytest
 
-from vitcourse.data import load_dataset
-from vitcourse.datasets import DATASETS, dataset_info
+from vitcourse.data.datasets import DATASETS, dataset_info
+from vitcourse.data.loading import load_dataset
 
 
 def test_unknown_dataset_lists_the_known_ones():

@@ -1,4 +1,5 @@
-"""vitcourse.distillation and deit.DistilledViT: DeiT's distillation token and losses (notebook 09)."""
+"""vitcourse.training.distillation and deit.DistilledViT: DeiT's distillation token and losses
+(notebook 09)."""
 
 import dataclasses
 import math
@@ -9,9 +10,9 @@ import torch
 from vitcourse.checkpoints import load_model, save_model
 from vitcourse.cnn import SmallCNN
 from vitcourse.deit import DistilledViT
-from vitcourse.distillation import DistillationTrainer, distillation_loss
 from vitcourse.live import cls_attention
-from vitcourse.training import TrainConfig, Trainer
+from vitcourse.training.distillation import DistillationTrainer, distillation_loss
+from vitcourse.training.loop import TrainConfig, Trainer
 from vitcourse.vit import VisionTransformer
 
 LOGITS = {

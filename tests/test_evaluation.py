@@ -1,4 +1,4 @@
-"""vitcourse.evaluation: loss, accuracy and per-class scores on a case worked by hand."""
+"""vitcourse.training.evaluation: loss, accuracy and per-class scores on a case worked by hand."""
 
 from types import SimpleNamespace
 
@@ -6,9 +6,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-from vitcourse.training import (
-    evaluate,
-)
+from vitcourse.training.evaluation import evaluate
 
 
 def test_evaluate_metrics_on_a_known_case():

@@ -1,4 +1,4 @@
-"""vitcourse.files: the shipped Fashion-MNIST archives unpacked and MD5-checked, damaged files
+"""vitcourse.data.files: the shipped Fashion-MNIST archives unpacked and MD5-checked, damaged files
 named in the error, and a missing dataset offline a clear, fast error."""
 
 import gzip
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from vitcourse import files
-from vitcourse.data import dataset_info, load_dataset
-from vitcourse.files import DatasetNotFoundError, prepare_fashion_mnist
+from vitcourse.data import files
+from vitcourse.data.files import DatasetNotFoundError, prepare_fashion_mnist
+from vitcourse.data.loading import dataset_info, load_dataset
 
 SHIPPED = Path(__file__).resolve().parent.parent / "data" / "FashionMNIST" / "raw"
 
@@ -77,7 +77,7 @@ def test_missing_dataset_offline_is_a_clear_fast_error(name, tmp_path, monkeypat
 def test_the_offline_error_names_the_courses_data_folder_not_the_machines():
     """In the course's own data/ (the default), the message says `data/...`: notebook 00 prints it,
     and the book shows it, so it must not carry the folders of the machine that ran it."""
-    course = Path(files.__file__).resolve().parent.parent
+    course = Path(files.__file__).resolve().parents[2]  # the course: vitcourse/data/files.py
     cifar10 = dataset_info("cifar10")
     message = files._missing_message(cifar10, course / "data", "http://x/y.tar.gz", "offline")
     assert "cifar10 is not in data and" in message

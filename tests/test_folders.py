@@ -1,4 +1,4 @@
-"""vitcourse.folders: a folder of your own images, one sub-folder per class, read as a dataset.
+"""vitcourse.data.folders: a folder of your own images, one sub-folder per class, read as a dataset.
 
 Every folder here is written by the test itself with PIL, in tmp_path."""
 
@@ -11,10 +11,11 @@ import pytest
 import torch
 from PIL import Image, ImageDraw
 
-from vitcourse import folders, train, train_run
+from vitcourse.cli import train, train_run
 from vitcourse.cnn import SmallCNN, cnn_preset_for
-from vitcourse.data import (
-    FolderError,
+from vitcourse.data import folders
+from vitcourse.data.folders import FolderError
+from vitcourse.data.loading import (
     dataset_info,
     denormalize,
     image_transform,

@@ -1,4 +1,4 @@
-"""vitcourse.grade and the checks' registry: a class of realistic submissions, graded.
+"""vitcourse.classroom.grade and the checks' registry: a class of realistic submissions, graded.
 
 The slow test writes a class the way a teacher collects one: the reference answers, an untouched
 student copy, classic wrong answers, an endless loop, a deleted check cell, a syntax error, and
@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import need, need_sandbox
-from vitcourse import checks, grade, gradebook, sandbox
-from vitcourse.student import student_notebook
+from vitcourse import checks
+from vitcourse.classroom import grade, gradebook, sandbox
+from vitcourse.classroom.student import student_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -240,7 +241,14 @@ def graded_class(tmp_path_factory):
     (subs / "gus" / "01_patches.ipynb").write_text("{ this is not a notebook")
     sources = {p: p.read_bytes() for p in subs.rglob("*") if p.is_file()}
     out = root / "out"
-    command = [sys.executable, "-m", "vitcourse.grade", "submissions", "--out", "out"]  # relative
+    command = [
+        sys.executable,
+        "-m",
+        "vitcourse.grade",
+        "submissions",
+        "--out",
+        "out",
+    ]  # relative
     command += ["--timeout", "120", "--cell-timeout", "8", "--jobs", "2"]
     done = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]

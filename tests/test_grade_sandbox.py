@@ -24,7 +24,7 @@ import pytest
 
 from tests.conftest import need_sandbox
 from tests.hostile import ROUND_TWO, SECRET, grade_command, write_hostile_class, write_round_two
-from vitcourse import gradebook
+from vitcourse.classroom import gradebook
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -190,9 +190,9 @@ def test_a_stopped_grader_loses_nothing_and_resumes(tmp_path):
     kept = [json.loads(line) for line in journal.read_text().splitlines()]
     assert len(kept) >= 1 and all(g["status"] == "passed" for r in kept for g in r["grades"])
     left = time.monotonic() + 15  # the sandboxes die with it (SIGKILL: a moment to be reaped)
-    while _processes_with("vitcourse.grade_worker") and time.monotonic() < left:
+    while _processes_with("vitcourse.classroom.grade_worker") and time.monotonic() < left:
         time.sleep(0.5)
-    assert _processes_with("vitcourse.grade_worker") == []
+    assert _processes_with("vitcourse.classroom.grade_worker") == []
     done = subprocess.run(command + ["--resume"], cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     records = [json.loads(line) for line in journal.read_text().splitlines()]
@@ -289,7 +289,14 @@ def test_a_course_and_its_environment_under_tmp(tmp_path):
     for student in ("ada", "bo"):
         (subs / student).mkdir(parents=True)
         (subs / student / "01_patches.ipynb").write_text(json.dumps(teacher))
-    command = [str(venv / "bin" / "python"), "-m", "vitcourse.grade", "submissions", "--out", "out"]
+    command = [
+        str(venv / "bin" / "python"),
+        "-m",
+        "vitcourse.grade",
+        "submissions",
+        "--out",
+        "out",
+    ]
     done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=1200)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert str(course / "vitcourse") in subprocess.run(

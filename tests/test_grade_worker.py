@@ -1,5 +1,5 @@
-"""vitcourse.grade_worker and vitcourse.grading: one notebook run in a sandbox, what it defines
-kept, then each answer run without the course's solution and judged by the grader.
+"""vitcourse.classroom.grade_worker and vitcourse.classroom.grading: one notebook run in a sandbox,
+what it defines kept, then each answer run without the course's solution and judged by the grader.
 
 The fast tests read cells the way the worker does (what a cell defines, how it ended) and judge
 packed answers; the slow ones grade small notebooks named like the course's, in the sandbox.
@@ -15,10 +15,10 @@ import nbformat
 import pytest
 
 from tests.conftest import need, need_sandbox
-from vitcourse import grade_solutions, gradebook, grading, sandbox
 from vitcourse.checks.registry import exercises
-from vitcourse.grade_worker import _defined, _definition
-from vitcourse.sandbox import Limits
+from vitcourse.classroom import grade_solutions, gradebook, grading, sandbox
+from vitcourse.classroom.grade_worker import _defined, _definition
+from vitcourse.classroom.sandbox import Limits
 
 NAMES = ["patchify", "unpatchify"]  # notebook 01's exercises
 RIGHT_PATCHIFY = """def patchify(images, patch_size):
@@ -274,7 +274,7 @@ def test_every_solution_can_be_removed(tmp_path, name):
     copy = grade_solutions.package_without(name, tmp_path)
     reference = exercises()[name].reference
     code = (
-        "import importlib, vitcourse.checks, vitcourse.grade_probe\n"
+        "import importlib, vitcourse.checks, vitcourse.classroom.grade_probe\n"
         "from vitcourse.checks.harness import UsesCourseSolution\n"
         f"module = importlib.import_module({reference.__module__!r})\n"
         f"assert vitcourse.__file__.startswith({str(copy)!r}), vitcourse.__file__\n"

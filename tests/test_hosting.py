@@ -14,7 +14,7 @@ import torch
 
 from vitcourse import environment
 from vitcourse.checkpoints import shipped_model
-from vitcourse.data import load_dataset
+from vitcourse.data.loading import load_dataset
 from vitcourse.environment import prepare_environment
 from vitcourse.hosting import (
     BRANCH,

@@ -1,4 +1,4 @@
-"""vitcourse.lightning: the course's recipe in PyTorch Lightning is the same training.
+"""vitcourse.bridges.lightning: the course's recipe in PyTorch Lightning is the same training.
 
 From the same seed, initial weights and batches, N steps of `lightning.Trainer` give the weights
 that N steps of the course's `Trainer` give; the metrics it logs are `evaluate`'s; the DataModule
@@ -17,8 +17,9 @@ from torch.utils.data import DataLoader, Sampler
 from tests.conftest import TINY_CNN, TINY_VIT, make_toy_loaders, need
 from tests.test_package import import_graph
 from vitcourse.cnn import SmallCNN
-from vitcourse.data import make_loaders
-from vitcourse.training import TrainConfig, Trainer, evaluate, learning_rate
+from vitcourse.data.loading import make_loaders
+from vitcourse.training.evaluation import evaluate
+from vitcourse.training.loop import TrainConfig, Trainer, learning_rate
 from vitcourse.vit import VisionTransformer, ViTConfig
 
 RECIPE = TrainConfig(epochs=2, lr=3e-3, warmup=0.1)  # the toy task's: 2 epochs, 20 steps
@@ -32,10 +33,14 @@ FASHION = {"batch_size": 16, "limit": 64, "val_size": 500, "augment": True, "see
 
 
 def test_nothing_in_the_package_imports_the_lightning_bridge():
-    """It imports lightning at its top: the course must run without the extras."""
+    """It imports lightning at its top: the course must run without the extras. (The old door
+    `vitcourse.lightning`, which notebook 10 imports, stands for it.)"""
     graph = import_graph()
-    assert "vitcourse.lightning" in graph
-    assert not [module for module, imports in graph.items() if "vitcourse.lightning" in imports]
+    assert "vitcourse.bridges.lightning" in graph
+    importers = [
+        module for module, imports in graph.items() if "vitcourse.bridges.lightning" in imports
+    ]
+    assert importers == ["vitcourse.lightning"]
 
 
 @pytest.fixture
@@ -58,7 +63,7 @@ def L():
 
 @pytest.fixture
 def bridge(L):
-    return importlib.import_module("vitcourse.lightning")
+    return importlib.import_module("vitcourse.bridges.lightning")
 
 
 def lightning_trainer(L, **settings):
@@ -141,7 +146,7 @@ def test_n_lightning_steps_give_the_course_trainers_weights(L, bridge, kind, con
 def test_without_the_one_draw_sampler_the_second_epoch_is_shuffled_differently(L, bridge):
     """Why the test above shuffles with `OneDrawPerEpoch`: the toy task's own loader (torch's
     RandomSampler) gives the same first epoch and another second one (and the docstring of
-    vitcourse.lightning says so)."""
+    vitcourse.bridges.lightning says so)."""
     course = Trainer(new_model("vit"), make_toy_loaders(), RECIPE, device="cpu")
     course.fit()
     trainer, module = lightning_trainer(L, max_steps=20), bridge.ViTModule(new_model("vit"), RECIPE)

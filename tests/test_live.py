@@ -6,14 +6,14 @@ import pytest
 import torch
 
 from vitcourse.analysis import attention_rollout
-from vitcourse.training import TrainConfig, Trainer
+from vitcourse.training.loop import TrainConfig, Trainer
 from vitcourse.vit import VisionTransformer
 
 LIVE_NOTEBOOK = """
 import torch
 from tests.conftest import TINY_VIT, make_toy_loaders
 from vitcourse.live import LivePlot
-from vitcourse.training import TrainConfig, Trainer
+from vitcourse.training.loop import TrainConfig, Trainer
 from vitcourse.vit import VisionTransformer
 
 torch.manual_seed(0)

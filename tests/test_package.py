@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+import vitcourse
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -102,10 +104,16 @@ def test_the_package_has_no_import_cycle_subpackages_included():
 
 def test_the_bottom_layers_import_nothing_above_them():
     graph = import_graph()
-    above = {"vitcourse.vit", "vitcourse.training", "vitcourse.checkpoints", "vitcourse.checks"}
-    for module in ("vitcourse.environment", "vitcourse.scaling", "vitcourse.data"):
+    above = {
+        "vitcourse.vit",
+        "vitcourse.training.loop",
+        "vitcourse.checkpoints",
+        "vitcourse.checks",
+    }
+    data = [m for m in graph if m.startswith("vitcourse.data.")]
+    for module in ("vitcourse.environment", "vitcourse.training.scaling", *data):
         assert not graph[module] & above, module
-    assert graph["vitcourse.scaling"] == set()  # torch only: every layer may use it
+    assert graph["vitcourse.training.scaling"] == set()  # torch only: every layer may use it
 
 
 def _lines(node: ast.AST) -> int:
@@ -166,7 +174,8 @@ def test_notebook_01s_first_check_loads_its_own_module_only():
 def test_names_that_moved_still_import_from_their_old_home():
     """A learner's saved notebook keeps working: `from vitcourse.vit import preset_for` and
     `from vitcourse.pretraining import MaskedAutoencoder` find the names in their new files."""
-    from vitcourse import deit, mae, presets, pretrained, pretraining, vit
+    from vitcourse import deit, mae, presets, pretrained, vit
+    from vitcourse.training import pretraining
 
     assert vit.preset_for is presets.preset_for and vit.PRESETS is presets.PRESETS
     assert (
@@ -252,3 +261,61 @@ def test_the_old_homes_forward_to_the_new_and_only_what_moved():
         assert set(getattr(module, "__all__", [])) <= own, (old, set(module.__all__) - own)
         with pytest.raises(AttributeError, match="has no attribute 'nothing'"):
             module.nothing  # noqa: B018
+
+
+# --- the house by audience: the learner's model on top, the machinery in subpackages ------------
+
+# The old doors: files that stand for a module that moved into a subpackage, so that the notebooks'
+# imports and the documented commands (`python -m vitcourse.train`) keep working.
+OLD_DOORS = vitcourse.OLD_DOORS
+
+
+def test_the_old_doors_are_the_files_that_stand_for_another_module():
+    standing = {p.stem for p in PACKAGE.glob("*.py") if "sys.modules[__name__] = " in p.read_text()}
+    assert standing == set(OLD_DOORS)
+
+
+def test_the_top_level_holds_the_model_and_what_a_learner_reads_and_the_old_doors():
+    """The folder shows the course: the model a learner builds and the tools the notebooks show at
+    the top, the machinery in subpackages named for who uses it."""
+    top = {path.stem for path in PACKAGE.glob("*.py")} - {"__init__"} - set(OLD_DOORS)
+    assert set(LEARNER_MODULES) <= top
+    assert len(top) <= 20, sorted(top)
+    subpackages = {path.parent.name for path in PACKAGE.glob("*/__init__.py")}
+    assert subpackages == {"checks", "training", "data", "cli", "classroom", "bridges"}
+    for name in subpackages:  # each opens with a map of its rooms
+        map_ = ast.get_docstring(ast.parse((PACKAGE / name / "__init__.py").read_text()))
+        rooms = {p.stem for p in (PACKAGE / name).glob("*.py")} - {"__init__"}
+        if name != "checks":  # its map lists the notebooks' checks, not its files
+            assert all(f"    {room}" in map_ for room in rooms), (name, map_)
+
+
+def test_the_old_doors_are_the_moved_modules_themselves():
+    """`import vitcourse.datasets` gives `vitcourse.data.datasets` itself (same object: a
+    monkeypatch or a saved notebook's import sees one module), and nothing in the package uses
+    them: every import inside it names the module's home."""
+    import importlib
+
+    for old, home in OLD_DOORS.items():
+        if old == "lightning":
+            pytest.importorskip("lightning")
+        if old == "tensorboard":
+            pytest.importorskip("tensorboard")
+        assert importlib.import_module(f"vitcourse.{old}") is importlib.import_module(
+            f"vitcourse.{home}"
+        ), old
+    graph = import_graph()
+    doors = {f"vitcourse.{old}" for old in OLD_DOORS}
+    users = {m: graph[m] & doors for m in graph if graph[m] & doors and m not in doors}
+    assert users == {}, users
+
+
+@pytest.mark.slow
+def test_the_documented_commands_run_through_their_old_doors():
+    """`python -m vitcourse.train` (the README's), `.pretrain`, `.grade` and `.student` still
+    start their commands, now in `vitcourse.cli` and `vitcourse.classroom`."""
+    for command in ("train", "pretrain", "grade", "student"):
+        done = subprocess.run([sys.executable, "-m", f"vitcourse.{command}", "--help"],
+                              capture_output=True, text=True, cwd=ROOT)  # fmt: skip
+        assert done.returncode == 0, (command, done.stderr[-2000:])
+        assert f"usage: python -m vitcourse.{command}" in done.stdout, (command, done.stdout)

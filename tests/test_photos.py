@@ -1,9 +1,9 @@
-"""vitcourse.photos: scikit-image's photos, square and 224 x 224 by default."""
+"""vitcourse.data.photos: scikit-image's photos, square and 224 x 224 by default."""
 
 import pytest
 import torch
 
-from vitcourse.photos import PHOTOS, load_photo
+from vitcourse.data.photos import PHOTOS, load_photo
 
 
 def test_photos_ship_with_scikit_image_and_come_square():

@@ -6,8 +6,8 @@ import json
 import pytest
 import torch
 
-from vitcourse import pretrain, train
 from vitcourse.checkpoints import load_checkpoint, load_model, save_model
+from vitcourse.cli import pretrain, train
 from vitcourse.deit import DistilledViT
 from vitcourse.presets import preset, preset_for
 from vitcourse.vit import VisionTransformer

@@ -1,4 +1,5 @@
-"""vitcourse.pretraining: masked-patch pre-training (notebook 09), its masking, loss and trainer."""
+"""vitcourse.training.pretraining: masked-patch pre-training (notebook 09), its masking, loss and
+trainer."""
 
 import dataclasses
 
@@ -15,8 +16,8 @@ from vitcourse.mae import (
 )
 from vitcourse.patching import patchify
 from vitcourse.presets import preset
-from vitcourse.pretraining import PretrainTrainer, plot_reconstructions
-from vitcourse.training import TrainConfig
+from vitcourse.training.loop import TrainConfig
+from vitcourse.training.pretraining import PretrainTrainer, plot_reconstructions
 from vitcourse.vit import VisionTransformer
 
 
@@ -168,7 +169,7 @@ def test_validation_masks_the_same_patches_every_time(tiny_vit, toy_loaders):
 def test_ctrl_c_keeps_a_pretraining_run_that_resumes_where_it_stopped(
     tiny_vit, toy_loaders, tmp_path
 ):
-    from vitcourse.training import Callback, CheckpointCallback
+    from vitcourse.training.callbacks import Callback, CheckpointCallback
 
     class StopAt(Callback):  # Ctrl-C in the middle of the second epoch
         def on_step_end(self, trainer, loss):

@@ -1,15 +1,12 @@
-"""vitcourse.resuming: an interrupted run keeps its model and resumes where it stopped, as if never
-stopped."""
+"""vitcourse.training.resuming: an interrupted run keeps its model and resumes where it stopped, as
+if never stopped."""
 
 import pytest
 import torch
 
 from tests.conftest import new_trainer
 from vitcourse.checkpoints import load_checkpoint
-from vitcourse.training import (
-    Callback,
-    CheckpointCallback,
-)
+from vitcourse.training.callbacks import Callback, CheckpointCallback
 
 
 class StopAt(Callback):

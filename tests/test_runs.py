@@ -1,4 +1,5 @@
-"""vitcourse.runs: the run folder train and pretrain share; pretrain's frozen run, which resumes from it."""
+"""vitcourse.cli.runs: the run folder train and pretrain share; pretrain's frozen run, which resumes
+from it."""
 
 import dataclasses
 import json
@@ -6,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from vitcourse import pretrain, train
 from vitcourse.checkpoints import load_checkpoint, load_model, save_model
+from vitcourse.cli import pretrain, train
+from vitcourse.cli.runs import RunFolder, command_line, resumed_train_config, run_length
 from vitcourse.cnn import SmallCNN, cnn_preset_for
 from vitcourse.mae import MaskedAutoencoder
 from vitcourse.presets import preset_for
-from vitcourse.runs import RunFolder, command_line, resumed_train_config, run_length
-from vitcourse.training import TrainConfig
+from vitcourse.training.loop import TrainConfig
 
 # run.json as `python -m vitcourse.pretrain` wrote it before the run was a frozen `PretrainRun`:
 # the file's text, key order included, so runs written then stay readable.

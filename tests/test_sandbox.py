@@ -1,4 +1,5 @@
-"""vitcourse.sandbox on its own: what a sandboxed command may hold, count and leave behind.
+"""vitcourse.classroom.sandbox on its own: what a sandboxed command may hold, count and leave
+behind.
 
 Each test runs a small Python command in bubblewrap's sandbox, as the grader runs a student's
 notebook, and asserts the limit it meets (issue 38: shared memory, files counted, the error
@@ -12,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import need_sandbox
-from vitcourse import sandbox, sandbox_user
-from vitcourse.sandbox_memory import SHM_MB, memfd_filter
+from vitcourse.classroom import sandbox, sandbox_user
+from vitcourse.classroom.sandbox_memory import SHM_MB, memfd_filter
 
 
 def _run(tmp_path: Path, code: str, **box) -> sandbox.Ran:
@@ -202,6 +203,6 @@ def test_the_hosts_own_folders_are_never_counted():
     whole disk) must not count as the sandbox's memory (it once made an endless loop "8 GB")."""
     import os
 
-    from vitcourse.sandbox_memory import tmpfs_bytes
+    from vitcourse.classroom.sandbox_memory import tmpfs_bytes
 
     assert tmpfs_bytes([0, os.getpid()]) == 0

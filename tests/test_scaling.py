@@ -24,9 +24,12 @@ from torch.utils.data import DataLoader, RandomSampler, TensorDataset
 
 from tests.conftest import TINY_VIT
 from vitcourse.checkpoints import CheckpointError, load_checkpoint
-from vitcourse.data import InMemoryImages, dataset_info, make_loaders
-from vitcourse.scaling import ShardSampler, autocast_dtype, distributed, init_distributed
-from vitcourse.training import Callback, TrainConfig, Trainer, evaluate
+from vitcourse.data.batching import InMemoryImages
+from vitcourse.data.loading import dataset_info, make_loaders
+from vitcourse.training.callbacks import Callback
+from vitcourse.training.evaluation import evaluate
+from vitcourse.training.loop import TrainConfig, Trainer
+from vitcourse.training.scaling import ShardSampler, autocast_dtype, distributed, init_distributed
 from vitcourse.vit import VisionTransformer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -305,7 +308,8 @@ def test_a_mid_epoch_checkpoint_resumes_only_with_as_many_processes(tmp_path, to
 
 
 def _torchrun(*args: str, cwd: Path, ok: bool = True) -> subprocess.CompletedProcess:
-    """`torchrun --nproc_per_node=2 -m vitcourse.train ARGS` in quick mode; `ok`: it must succeed."""
+    """`torchrun --nproc_per_node=2 -m vitcourse.train ARGS` in quick mode; `ok`: it must
+    succeed."""
     env = {**os.environ, "VITCOURSE_QUICK": "1", "PYTHONPATH": str(ROOT)}
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2"]
     command += ["--master_port", str(_free_port()), "-m", "vitcourse.train", *args]
@@ -357,8 +361,8 @@ def test_torchrun_refuses_a_batch_the_processes_cannot_share(tmp_path):
 
 def test_the_default_learning_rate_grows_with_the_square_root_of_the_batch():
 
-    from vitcourse.train import parse_args
-    from vitcourse.train_run import plan, scaled_lr
+    from vitcourse.cli.train import parse_args
+    from vitcourse.cli.train_run import plan, scaled_lr
 
     assert scaled_lr(128) == pytest.approx(2e-3)  # the CPU recipe, unchanged
     assert scaled_lr(512) == pytest.approx(4e-3)  # what benchmarks/batch_scaling.py found best

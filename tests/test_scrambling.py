@@ -7,8 +7,8 @@ import pytest
 import torch
 from PIL import Image
 
-from vitcourse.batching import InMemoryImages
-from vitcourse.data import dataset_info, image_transform, load_dataset, make_loaders
+from vitcourse.data.batching import InMemoryImages
+from vitcourse.data.loading import dataset_info, image_transform, load_dataset, make_loaders
 from vitcourse.patching import patchify
 from vitcourse.presets import preset_for
 from vitcourse.scrambling import scramble, scramble_fixed, scramble_orders
@@ -112,7 +112,7 @@ def test_training_images_are_augmented_and_normalised_first_then_scrambled(name,
 
 @pytest.mark.slow
 def test_the_trainer_takes_a_scrambled_dataset(tmp_path):
-    from vitcourse import train
+    from vitcourse.cli import train
 
     metrics = train.main(
         ["--dataset", "fashion-mnist-scrambled", "--model", "cnn",

@@ -1,4 +1,5 @@
-"""vitcourse.student: student copies keep everything but the solutions, and refuse bad markers."""
+"""vitcourse.classroom.student: student copies keep everything but the solutions, and refuse bad
+markers."""
 
 import json
 import os
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from vitcourse.student import (
+from vitcourse.classroom.student import (
     BEGIN,
     END,
     MarkerError,

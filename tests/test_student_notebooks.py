@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import EXTRAS, NEEDS_EXTRAS, need
-from vitcourse.student import make_student_copies
+from vitcourse.classroom.student import make_student_copies
 
 ROOT = Path(__file__).resolve().parent.parent
 TEACHER = sorted((ROOT / "notebooks").glob("*.ipynb"))

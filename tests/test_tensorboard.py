@@ -1,4 +1,5 @@
-"""vitcourse.tensorboard: a run's curves and attention maps, read back by TensorBoard's reader."""
+"""vitcourse.bridges.tensorboard: a run's curves and attention maps, read back by TensorBoard's
+reader."""
 
 import importlib
 import io
@@ -14,11 +15,11 @@ from matplotlib.figure import Figure
 
 import vitcourse
 from tests.conftest import TINY_CNN, TINY_VIT, make_toy_loaders, need, new_trainer
-from vitcourse.callbacks import Callback, CheckpointCallback
+from vitcourse.bridges.tensorboard import TensorBoardCallback, attention_figure
 from vitcourse.cnn import SmallCNN
 from vitcourse.live import cls_attention, overlay
-from vitcourse.tensorboard import TensorBoardCallback, attention_figure
-from vitcourse.training import TrainConfig, Trainer, learning_rate
+from vitcourse.training.callbacks import Callback, CheckpointCallback
+from vitcourse.training.loop import TrainConfig, Trainer, learning_rate
 from vitcourse.vit import VisionTransformer
 
 EVERY = 3  # steps between points: 20 steps (2 epochs of 10) make 6 points, at 3, 6, ..., 18
@@ -207,9 +208,11 @@ def test_without_tensorboard_the_module_imports_and_the_callback_says_how_to_ins
 ):
     for name in ("tensorboard", "torch.utils.tensorboard"):
         monkeypatch.setitem(sys.modules, name, None)  # as if not installed: importing it fails
-    monkeypatch.delitem(sys.modules, "vitcourse.tensorboard")
+    monkeypatch.delitem(sys.modules, "vitcourse.bridges.tensorboard")
     monkeypatch.delattr(vitcourse, "tensorboard", raising=False)
-    module = importlib.import_module("vitcourse.tensorboard")  # the module needs no tensorboard
+    module = importlib.import_module(
+        "vitcourse.bridges.tensorboard"
+    )  # the module needs no tensorboard
     install = re.escape("pip install -r requirements-extras.txt")
     with pytest.raises(ImportError, match=f"needs the tensorboard package: {install}"):
         module.TensorBoardCallback(tmp_path)

@@ -1,4 +1,5 @@
-"""python -m vitcourse.train: the command-line trainer (runs in quick mode: a small subset of the data)."""
+"""python -m vitcourse.train: the command-line trainer (runs in quick mode: a small subset of the
+data)."""
 
 import dataclasses
 import json
@@ -6,11 +7,11 @@ import json
 import pytest
 import torch
 
-from vitcourse import train
 from vitcourse.checkpoints import CheckpointError, load_checkpoint, load_model
+from vitcourse.cli import train
 from vitcourse.cnn import SmallCNN
 from vitcourse.presets import PRESETS
-from vitcourse.training import Trainer
+from vitcourse.training.loop import Trainer
 from vitcourse.vit import VisionTransformer
 
 pytestmark = pytest.mark.slow  # each test trains through the real data pipeline: seconds each
@@ -142,7 +143,7 @@ def test_cli_writes_tensorboard_events_and_a_transformers_model(tmp_path, capsys
     transformers = need("transformers")
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    from vitcourse.data import make_loaders
+    from vitcourse.data.loading import make_loaders
     from vitcourse.pretrained import from_transformers
 
     out = tmp_path / "run"

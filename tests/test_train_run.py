@@ -1,4 +1,4 @@
-"""vitcourse.train_run: the frozen run `python -m vitcourse.train` settles before it starts."""
+"""vitcourse.cli.train_run: the frozen run `python -m vitcourse.train` settles before it starts."""
 
 import dataclasses
 import json
@@ -6,13 +6,13 @@ import json
 import pytest
 import torch
 
-from vitcourse import train, train_run
 from vitcourse.checkpoints import save_model
+from vitcourse.cli import train, train_run
+from vitcourse.cli.runs import RunFolder
 from vitcourse.cnn import CNNConfig, SmallCNN, cnn_preset_for
-from vitcourse.data import dataset_info
+from vitcourse.data.loading import dataset_info
 from vitcourse.presets import PRESETS, preset
-from vitcourse.runs import RunFolder
-from vitcourse.training import TrainConfig
+from vitcourse.training.loop import TrainConfig
 from vitcourse.vit import VisionTransformer
 
 # run.json as `python -m vitcourse.train --model cnn --fraction 0.25` wrote it before the run was

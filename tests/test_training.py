@@ -1,4 +1,4 @@
-"""vitcourse.training: the loop, its schedule and its optimizer."""
+"""vitcourse.training.loop: the loop, its schedule and its optimizer."""
 
 import copy
 import math
@@ -8,14 +8,8 @@ import torch
 import torch.nn.functional as F
 
 from tests.conftest import new_trainer
-from vitcourse.training import (
-    TrainConfig,
-    Trainer,
-    evaluate,
-    learning_rate,
-    make_optimizer,
-    train_step,
-)
+from vitcourse.training.evaluation import evaluate
+from vitcourse.training.loop import TrainConfig, Trainer, learning_rate, make_optimizer, train_step
 from vitcourse.vit import VisionTransformer
 
 

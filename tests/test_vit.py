@@ -1,4 +1,5 @@
-"""vitcourse.vit: the whole model, its config and presets, and equality with timm and torchvision."""
+"""vitcourse.vit: the whole model, its config and presets, and equality with timm and torchvision.
+"""
 
 import dataclasses
 
@@ -405,7 +406,7 @@ def test_embed_uses_embed_tokens(tiny_rgb_vit):
 
 @pytest.mark.parametrize("name", ["fashion-mnist", "mnist", "cifar10", "cifar100"])
 def test_preset_for_fits_each_dataset(name):
-    from vitcourse.data import dataset_info
+    from vitcourse.data.loading import dataset_info
 
     info = dataset_info(name)
     config = preset_for(name)

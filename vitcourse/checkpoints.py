@@ -4,8 +4,8 @@ Introduced in notebook 06. Two kinds of file, both plain dicts written with `tor
 
 - a *model file* (`save_model`): weights, config and architecture name, plus any plain facts you
   pass (test accuracy, the training command, the history); `load_model` rebuilds the model;
-- a *training checkpoint* (`Trainer.save` in `vitcourse.training`): the same, plus the optimizer,
-  the schedule, the history and the random states, so `Trainer.resume` continues a run.
+- a *training checkpoint* (`Trainer.save` in `vitcourse.training.loop`): the same, plus the
+  optimizer, the schedule, the history and the random states, so `Trainer.resume` continues a run.
 
 Files are written atomically (to a temporary file, then renamed into place), so a crash mid-write
 never leaves a half-written checkpoint, and read with `weights_only=True`, so loading a file can
@@ -23,7 +23,7 @@ import torch
 from torch import nn
 
 from vitcourse.cnn import CNNConfig, SmallCNN
-from vitcourse.data import dataset_info
+from vitcourse.data.loading import dataset_info
 from vitcourse.deit import DistilledViT
 from vitcourse.environment import default_root
 from vitcourse.mae import MAEConfig, MaskedAutoencoder

@@ -4,7 +4,7 @@ Introduced in notebook 08. `SmallCNN` is the classic recipe: stages of 3 x 3 con
 followed by batch normalisation and a ReLU, with 2 x 2 max-pooling between stages, then the mean
 over the last feature map and one linear classifier. It is built, like the ViT, from a frozen
 config, and it has the same `config`, `num_parameters` and `(B, C, H, W) -> (B, num_classes)`
-interface, so `vitcourse.training.Trainer` trains it with the very same loop.
+interface, so `vitcourse.training.loop.Trainer` trains it with the very same loop.
 
 What a convolution assumes and a ViT does not (its "inductive bias"):
 
@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 import torch
 from torch import nn
 
-from vitcourse.data import dataset_info
+from vitcourse.data.loading import dataset_info
 from vitcourse.embedding import conv_bn_relu
 
 

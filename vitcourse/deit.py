@@ -1,6 +1,6 @@
 """DeiT's distilled ViT: the course's ViT with a second extra token that learns from a teacher.
 
-Notebook 09 distils notebook 08's CNN into it (`vitcourse.distillation` trains it).
+Notebook 09 distils notebook 08's CNN into it (`vitcourse.training.distillation` trains it).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from vitcourse.vit import VisionTransformer, ViTConfig
 class DistilledViT(VisionTransformer):
     """DeiT's ViT (Touvron et al. 2021, section 4): a second extra token, the distillation token,
     sits next to the cls token and has its own head, trained to agree with a teacher
-    (`vitcourse.distillation`). Tokens: [cls, dist, patches], so T = N + 2.
+    (`vitcourse.training.distillation`). Tokens: [cls, dist, patches], so T = N + 2.
 
     In training mode `forward` returns both heads' logits, (cls, dist); in eval mode their mean.
     That is what DeiT's code does (`facebookresearch/deit`, models.py); the paper says it adds the

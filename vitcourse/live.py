@@ -23,8 +23,8 @@ import numpy as np
 import torch
 
 from vitcourse.analysis import attention_rollout
-from vitcourse.callbacks import Callback
-from vitcourse.training import Trainer
+from vitcourse.training.callbacks import Callback
+from vitcourse.training.loop import Trainer
 
 # The figure's scale: inches per column of maps, and the size of its smallest words (points).
 INCHES = 0.95

@@ -1,11 +1,12 @@
 """The masked autoencoder: a ViT that learns from images without labels (notebook 09).
 
 The ViT paper tried self-supervision in section 4.6: predict the mean colour of corrupted patches.
-He et al. 2022 ("Masked Autoencoders Are Scalable Vision Learners", MAE) made it work: hide most
-of the patches, let the encoder see only the visible ones, and have a small decoder paint the
-hidden pixels back. The loss counts the hidden patches only (MAE's footnote 1: a loss on every
-pixel cost about 0.5% accuracy). Afterwards the decoder is thrown away and the encoder is fine-tuned on labels
-(`python -m vitcourse.train --init DIR/model.pt`). Its trainer is in `vitcourse.pretraining`.
+He et al. 2022 ("Masked Autoencoders Are Scalable Vision Learners", MAE) made it work: hide most of
+the patches, let the encoder see only the visible ones, and have a small decoder paint the hidden
+pixels back. The loss counts the hidden patches only (MAE's footnote 1: a loss on every pixel cost
+about 0.5% accuracy). Afterwards the decoder is thrown away and the encoder is fine-tuned on labels
+(`python -m vitcourse.train --init DIR/model.pt`). Its trainer is in
+`vitcourse.training.pretraining`.
 
     random_masking      which patches each image keeps visible and which it hides
     masked_patch_loss   mean squared error on the hidden patches only

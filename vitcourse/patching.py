@@ -66,7 +66,8 @@ def unpatchify(
 def draw_patch_grid(image: torch.Tensor, patch_size: int, ax=None, numbers: bool = True):
     """Draw one (C, H, W) image with its patch grid on top, each patch numbered in reading order.
 
-    Expects pixels in [0, 1] (use `vitcourse.data.denormalize` first). Returns the matplotlib axes.
+    Expects pixels in [0, 1] (use `vitcourse.data.loading.denormalize` first). Returns the
+    matplotlib axes.
     """
     import matplotlib.pyplot as plt  # here, so the model's modules import only torch
 

@@ -79,7 +79,7 @@ def preset_for(dataset: str, name: str | None = None, **changes) -> ViTConfig:
     Fashion-MNIST, `course-32/4` for CIFAR); `name` picks another preset, e.g. the dataset's
     `train_preset`. `preset_for("cifar100")` has 3 input channels, 32 x 32 images, 100 classes.
     """
-    from vitcourse.data import dataset_info  # here: the sizes alone need no data layer
+    from vitcourse.data.loading import dataset_info  # here: the sizes alone need no data layer
 
     info = dataset_info(dataset)
     fitted = {

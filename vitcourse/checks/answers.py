@@ -6,9 +6,9 @@ came back with the reference and picks the hint. Between them the answer goes th
 (numbers, strings, booleans, None, tuples and lists of them). Anything else, a tensor subclass
 included, arrives as `Other`, which names its type and nothing more.
 
-The class grader (`vitcourse.grade`) runs `run` in a sandbox and `judge` in its own process, so
-whatever the learner's code returns, the judge sees only plain tensors (`torch.Tensor`) and
-numbers. In a notebook both sides run in one process and in the same way, so a learner and a
+The class grader (`vitcourse.classroom.grade`) runs `run` in a sandbox and `judge` in its own
+process, so whatever the learner's code returns, the judge sees only plain tensors (`torch.Tensor`)
+and numbers. In a notebook both sides run in one process and in the same way, so a learner and a
 graded student get the same verdict and the same hint.
 """
 

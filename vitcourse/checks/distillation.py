@@ -1,5 +1,5 @@
 """Check for notebook 09's distillation exercise: DeiT's hard and soft `distillation_loss`
-(`vitcourse.distillation`).
+(`vitcourse.training.distillation`).
 
 The soft loss's KL divergence is averaged over the batch (`batchmean`): the divergence between
 each image's two distributions, as DeiT's equation 2 writes it. DeiT's code (`losses.py`) divides
@@ -11,10 +11,10 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from vitcourse import distillation
 from vitcourse.checks.harness import Mistakes, compare, seeded
 from vitcourse.checks.hints import Hint
 from vitcourse.checks.registry import exercise
+from vitcourse.training import distillation
 
 ce = F.cross_entropy
 

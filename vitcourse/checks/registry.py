@@ -14,7 +14,7 @@ the learner sees, written once here for every check:
   (`hints.LearnerRaised`: the error, the learner's line, the inputs' shapes, a hint);
 - the result recorded in `progress_file()`, so `progress()` in any notebook lists what you
   have passed. `grade(name, learner)` runs a check quietly for the class grader
-  (`vitcourse.grade`).
+  (`vitcourse.classroom.grade`).
 """
 
 from __future__ import annotations
@@ -233,8 +233,8 @@ def hint(name: str) -> None:
 
 def is_teachers_solution(learner) -> bool:
     """Whether `learner` was written in a teacher's copy of a notebook: its source still holds the
-    solution markers that student copies replace (`vitcourse.student`). Its pass is the course's
-    work, not the learner's, so it is not recorded in the learner's progress."""
+    solution markers that student copies replace (`vitcourse.classroom.student`). Its pass is the
+    course's work, not the learner's, so it is not recorded in the learner's progress."""
     if isinstance(learner, type):  # a class: its methods hold the solution
         parts = [v for v in vars(learner).values() if inspect.isfunction(v)]
     else:
@@ -254,7 +254,7 @@ def grade(name: str, learner) -> tuple[str, str]:
     Returns (status, hint): status is "passed", "wrong" (the hint is the check's message, naming
     the likely mistake), "not attempted" (it still raises NotImplementedError, or it is the
     course's own solution) or "error" (the learner's code raised something else; the hint says
-    what). Used by `vitcourse.grade`.
+    what). Used by `vitcourse.classroom.grade`.
     """
     every = exercises()
     if name not in every:

@@ -1,4 +1,5 @@
-"""Check for notebook 06's exercise: one optimisation step, `train_step` (`vitcourse.training`)."""
+"""Check for notebook 06's exercise: one optimisation step, `train_step`
+(`vitcourse.training.loop`)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from vitcourse import training
 from vitcourse.checks.harness import Mistakes, compare, fail, randomized, seeded
 from vitcourse.checks.hints import Hint
 from vitcourse.checks.registry import exercise
+from vitcourse.training import loop as training
 
 
 def _tiny_model() -> nn.Module:
@@ -96,7 +97,7 @@ def _step_mistakes(state, batches) -> Mistakes:
 @exercise("train_step", "06_training", training.train_step)
 class check_train_step:
     """Check `fn(model, optimizer, images, labels, label_smoothing, grad_clip) -> loss`: one
-    optimisation step, as `vitcourse.training.train_step` takes it. The loss may come back as a
+    optimisation step, as `vitcourse.training.loop.train_step` takes it. The loss may come back as a
     tensor or as a number (`.item()`); the check puts the model in training mode itself."""
 
     called = (

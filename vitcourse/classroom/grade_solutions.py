@@ -1,11 +1,11 @@
 """The course's solutions, kept from what the class grader runs: a package without them, and
 their compiled code, to recognise them however an answer carried them.
 
-`vitcourse.grading` runs each submitted notebook, and then each exercise's answer, with a copy of
-the `vitcourse` package in which the course's solutions are stubs (`package_without`): the
-notebook cannot read, import, copy or pickle them, and an answer that calls, wraps or subclasses
-one meets `UsesCourseSolution`. The copy says which solutions it lacks (`WITHOUT_FILE`), so the
-probe can tell that it imported the stubbed copy and not an installed one.
+`vitcourse.classroom.grading` runs each submitted notebook, and then each exercise's answer, with a
+copy of the `vitcourse` package in which the course's solutions are stubs (`package_without`): the
+notebook cannot read, import, copy or pickle them, and an answer that calls, wraps or subclasses one
+meets `UsesCourseSolution`. The copy says which solutions it lacks (`WITHOUT_FILE`), so the probe
+can tell that it imported the stubbed copy and not an installed one.
 
 `carries_solution` looks, in the grader's own process and without unpickling anything, for the
 solutions' compiled code (bytecode) in a kept answer's bytes: cloudpickle writes a function's
@@ -22,7 +22,7 @@ import threading
 import types
 from pathlib import Path
 
-from vitcourse import sandbox
+from vitcourse.classroom import sandbox
 
 WITHOUT_FILE = "_without.json"  # in a stubbed copy: the exercises whose solutions it lacks
 MIN_CODE_BYTES = 24  # shorter bytecode (`return x`) could be anyone's

@@ -1,10 +1,9 @@
 """Measuring a model: loss, accuracy, confusion matrix, per-class precision, recall and F1.
 
 Introduced in notebook 06 (the validation after each epoch, the final test score, and `accuracy`,
-which the trainer applies to each training batch's logits) and used by
-notebook 08's race. Under torchrun each process measures its share of a split and the sums are
-added up across processes (`vitcourse.scaling`), so every process gets the result over the whole
-split.
+which the trainer applies to each training batch's logits) and used by notebook 08's race. Under
+torchrun each process measures its share of a split and the sums are added up across processes
+(`vitcourse.training.scaling`), so every process gets the result over the whole split.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from vitcourse.scaling import ShardSampler, all_reduce_sum, distributed, to_device
+from vitcourse.training.scaling import ShardSampler, all_reduce_sum, distributed, to_device
 
 
 def accuracy(logits: torch.Tensor, labels: torch.Tensor) -> float:

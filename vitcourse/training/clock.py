@@ -15,7 +15,7 @@ from contextlib import contextmanager
 
 import torch
 
-from vitcourse.scaling import all_reduce_max
+from vitcourse.training.scaling import all_reduce_max
 
 
 def now() -> float:

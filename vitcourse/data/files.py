@@ -20,7 +20,7 @@ from urllib.parse import urlparse
 
 from torch.utils.data import Dataset
 
-from vitcourse.datasets import DatasetInfo
+from vitcourse.data.datasets import DatasetInfo
 from vitcourse.environment import default_root, is_online, shown_path
 
 # Seconds a download may go without receiving data before it is given up.

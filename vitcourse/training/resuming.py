@@ -5,7 +5,7 @@ random states) atomically; `Trainer.resume` hands the file to `restore_training`
 fits before loading anything. A run stopped in the middle of an epoch (Ctrl-C, or the Stop button
 in a notebook) goes on with the batches of that epoch it had not trained on, in the same order:
 `EpochReplay` remembers the shuffling's random state as each epoch begins. Files are read and
-written by `vitcourse.checkpoints`; the loop that uses all this is `vitcourse.training`.
+written by `vitcourse.checkpoints`; the loop that uses all this is `vitcourse.training.loop`.
 """
 
 from __future__ import annotations

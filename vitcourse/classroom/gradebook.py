@@ -1,8 +1,8 @@
 """The class grader's records and reports: a journal written as it goes, then the files a teacher
 reads and imports.
 
-`vitcourse.grade` appends each graded notebook to `journal.jsonl` as soon as it is done (flushed
-to disk), so a grader that is stopped loses nothing and `--resume` goes on from there; the
+`vitcourse.classroom.grade` appends each graded notebook to `journal.jsonl` as soon as it is done
+(flushed to disk), so a grader that is stopped loses nothing and `--resume` goes on from there; the
 reports are built from the journal:
 
 - `grades.csv`: a row per student and exercise (status, points, hint, flags);

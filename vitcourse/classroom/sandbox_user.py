@@ -2,7 +2,7 @@
 
 Linux applies no process limit to root (`RLIMIT_NPROC` is not checked for it), and a process that
 found its way out of a sandbox run by root would be root on the teacher's machine. So when the
-grader runs as root, `vitcourse.sandbox` starts each sandbox as a user of its own
+grader runs as root, `vitcourse.classroom.sandbox` starts each sandbox as a user of its own
 (`sandbox_user`): a number no account uses, whose processes and threads are counted apart from
 everyone else's. bubblewrap, run by root, still makes the sandbox (so it can reach a course or an
 interpreter in /root); its first command then becomes that user for good (`as_user`). A grader

@@ -6,19 +6,16 @@ contents, checked by MD5 once unpacked), so the course runs offline. The others 
 downloaded by torchvision into the data folder when the machine is online, and checked by MD5.
 Offline with the files missing, `load_dataset` raises `DatasetNotFoundError` at once, saying how to
 get them: never a hang, never a silent swap to another dataset. A name that is the path of a
-folder, one sub-folder per class, is your own images (`vitcourse.folders`): every function here
+folder, one sub-folder per class, is your own images (`vitcourse.data.folders`): every function here
 takes it as it takes "cifar10".
 
 Images come out as normalised tensors (C, H, W): each channel minus the training set's mean,
 divided by its standard deviation, so that pixel values are centred on 0 with spread 1.
 `make_loaders` gives a training run its train, validation and test loaders.
 
-The rooms this module reads from, each named after its concept: `datasets` (the table, one
-`DatasetInfo` per dataset), `files` (checks, unpacking, downloads, the offline error),
-`batching` (images kept in memory, augmented a batch at a time), `folders` (your own images),
-`photos` (scikit-image's 224 x 224 photos) and, from `scaling`, `ShardSampler` (each process's
-share under torchrun). Their names still import from here (`from vitcourse.data import
-load_photo`): each is found in its room when first asked for.
+It reads from the other rooms of `vitcourse.data` (the table, the files, in-memory batching,
+your folders) and, from `vitcourse.training.scaling`, `ShardSampler` (each process's share under
+torchrun).
 """
 
 from __future__ import annotations
@@ -32,23 +29,23 @@ from torch.utils.data import DataLoader, Dataset, Subset
 from torchvision import transforms
 from torchvision.datasets import FashionMNIST
 
-from vitcourse import datasets
-from vitcourse.batching import InMemoryImages
-from vitcourse.datasets import DatasetInfo
-from vitcourse.environment import default_root, pick_device, quick_mode
-from vitcourse.files import (
+from vitcourse.data import datasets
+from vitcourse.data.batching import InMemoryImages
+from vitcourse.data.datasets import DatasetInfo
+from vitcourse.data.files import (
     prepare_fashion_mnist,
     unpack_or_download,
 )
-from vitcourse.folders import (
+from vitcourse.data.folders import (
     folder_images,
     folder_info,
     folder_split,
     is_image_folder,
     prepare_image,
 )
-from vitcourse.scaling import ShardSampler
+from vitcourse.environment import default_root, pick_device, quick_mode
 from vitcourse.scrambling import scramble_fixed
+from vitcourse.training.scaling import ShardSampler
 
 __all__ = [
     "QUICK_SIZES",
@@ -61,27 +58,15 @@ __all__ = [
     "make_loaders",
 ]
 
-# Names that live in the rooms below, still importable from here (`from vitcourse.data import
-# load_photo`), as notebooks and code written before those rooms import them.
-_MOVED = {
-    "DATASETS": "datasets", "DatasetInfo": "datasets",
-    "DOWNLOAD_TIMEOUT": "files", "FASHION_MNIST_MD5": "files", "DatasetNotFoundError": "files",
-    "prepare_fashion_mnist": "files",
-    "DEFAULT_IMAGE_SIZE": "folders", "FolderError": "folders",
-    "InMemoryImages": "batching", "random_crop_flip": "batching",
-    "PHOTOS": "photos", "load_photo": "photos",
-    "ShardSampler": "scaling",
-}  # fmt: skip
-
 # In quick mode `make_loaders` cuts the splits to these sizes (train, validation, test).
 QUICK_SIZES = (1024, 256, 256)
 
 
 def dataset_info(name: str | DatasetInfo, image_size: int | None = None) -> DatasetInfo:
     """The `DatasetInfo` of a dataset: "fashion-mnist", "mnist", "cifar10", "cifar100", or the path
-    of a folder of your own images, resized to `image_size` pixels (default 32; `vitcourse.folders`).
-    A `DatasetInfo` stands for itself, so code that holds one (a run's, with the statistics kept in
-    its run.json) passes it wherever a name goes."""
+    of a folder of your own images, resized to `image_size` pixels (default 32;
+    `vitcourse.data.folders`). A `DatasetInfo` stands for itself, so code that holds one (a run's,
+    with the statistics kept in its run.json) passes it wherever a name goes."""
     if isinstance(name, DatasetInfo):
         return name
     if is_image_folder(name):
@@ -136,7 +121,7 @@ def load_dataset(
     `name` is one of "fashion-mnist" (the default, shipped with the course), "mnist", "cifar10",
     "cifar100", one of their scrambled twins ("fashion-mnist-scrambled": `vitcourse.scrambling`),
     or the path of a folder of your own images (its training or test split, read
-    once into memory: `vitcourse.folders`). `root` is the data folder (default:
+    once into memory: `vitcourse.data.folders`). `root` is the data folder (default:
     `default_root()`). With `augment`, each image is randomly cropped (and mirrored where that
     keeps the class) every time it is read. A dataset that is not on disk is downloaded when
     `download` is true and the machine is online; otherwise a `DatasetNotFoundError` says how to
@@ -326,11 +311,3 @@ def _batch_loaders(
         for split, share in zip(splits[1:], shares[1:], strict=True)
     )
     return train, val, test
-
-
-def __getattr__(name: str):
-    if name in _MOVED:  # the name's home is imported when the name is first asked for
-        import importlib
-
-        return getattr(importlib.import_module(f"vitcourse.{_MOVED[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import Dataset
 
-from vitcourse.datasets import DatasetInfo
+from vitcourse.data.datasets import DatasetInfo
 from vitcourse.scrambling import scramble_fixed
 
 

@@ -1,12 +1,13 @@
 """One submitted notebook, graded: its two sandboxed steps, then the verdict, here.
 
-`vitcourse.grade` (the class, the command line) calls `grade_notebook` for each submission:
+`vitcourse.classroom.grade` (the class, the command line) calls `grade_notebook` for each
+submission:
 
-1. `vitcourse.grade_worker`, in a sandbox with the course's data, runs the notebook and keeps
-   what each exercise's name holds (`defs/<exercise>.pkl`) and how its cell ran (`run.json`);
+1. `vitcourse.classroom.grade_worker`, in a sandbox with the course's data, runs the notebook and
+   keeps what each exercise's name holds (`defs/<exercise>.pkl`) and how its cell ran (`run.json`);
 2. for each exercise, `probe` draws the check's inputs with a fresh secret seed and runs the
-   kept answer on them with `vitcourse.grade_probe`, in a sandbox whose `vitcourse` package is a
-   copy without that exercise's solution (`package_without`);
+   kept answer on them with `vitcourse.classroom.grade_probe`, in a sandbox whose `vitcourse`
+   package is a copy without that exercise's solution (`package_without`);
 3. the answer comes back as plain tensors and numbers, and the check's own `judge`
    (`Exercise.verdict`) decides here, in the grader's process, with the hint a learner sees.
 
@@ -28,12 +29,12 @@ from pathlib import Path
 
 import torch
 
-from vitcourse import gradebook, sandbox
 from vitcourse.checks.harness import CheckFailed, WeightsMismatch
 from vitcourse.checks.registry import exercises
-from vitcourse.grade_solutions import carries_solution, package_without
-from vitcourse.gradebook import Grade
-from vitcourse.sandbox import STARTUP_SECONDS, Limits
+from vitcourse.classroom import gradebook, sandbox
+from vitcourse.classroom.grade_solutions import carries_solution, package_without
+from vitcourse.classroom.gradebook import Grade
+from vitcourse.classroom.sandbox import STARTUP_SECONDS, Limits
 
 KERNEL_SECONDS = 60  # allowance for starting and stopping a kernel
 GRADER_FAULT = (
@@ -129,7 +130,7 @@ def _grade_in(student, notebook, data, out, limits, quick, use_sandbox, tmp: Pat
     env = {"VITCOURSE_QUICK": "1" if quick else "0"}
     env["VITCOURSE_PROGRESS"] = "/tmp/home/progress.json" if use_sandbox else str(given / "p")
     inside = sandbox.INSIDE
-    command = [sys.executable, "-m", "vitcourse.grade_worker", f"{inside}/in/{notebook}.ipynb",
+    command = [sys.executable, "-m", "vitcourse.classroom.grade_worker", f"{inside}/in/{notebook}.ipynb",
                f"{inside}/out", json.dumps(asdict(limits)), json.dumps(names)]  # fmt: skip
     done = sandbox.run(command, given, ran, box, use_sandbox, env)
     executed = _read_output(ran / "executed.ipynb", int(limits.output_mb * 2**20))
@@ -213,7 +214,7 @@ def probe(
         processes=limits.processes, output_mb=limits.output_mb,
         package=package_without(name, work.parent),
     )  # fmt: skip
-    command = [sys.executable, "-m", "vitcourse.grade_probe", name, exercise.run.__module__,
+    command = [sys.executable, "-m", "vitcourse.classroom.grade_probe", name, exercise.run.__module__,
                f"{sandbox.INSIDE}/in", f"{sandbox.INSIDE}/out"]  # fmt: skip
     done = sandbox.run(command, given, ran, box, use_sandbox)
     if done.broke == "time":

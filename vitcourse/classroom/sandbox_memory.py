@@ -1,8 +1,8 @@
 """Shared memory in a sandbox, held to the memory limit where no cgroup counts it.
 
-A process's resident memory (what `vitcourse.sandbox` sums over a sandbox's processes) leaves
-out files in memory-backed folders and memfd pages that were never mapped: a student could hold
-gigabytes there under any limit. So a sandbox gets (see `sandbox._bwrap`):
+A process's resident memory (what `vitcourse.classroom.sandbox` sums over a sandbox's processes)
+leaves out files in memory-backed folders and memfd pages that were never mapped: a student could
+hold gigabytes there under any limit. So a sandbox gets (see `sandbox._bwrap`):
 
 - a read-only `/dev` (bubblewrap's own is a writable tmpfs of half the machine's memory) with a
   small `/dev/shm` of `SHM_MB`, and what its `/tmp` and `/dev/shm` hold counted as its memory

@@ -9,14 +9,8 @@ for 10 minutes" gets a full warm-up and decay (validation is measured outside th
 and a checkpoint callback saves them. The trainer trains any model with a `config` and an
 `architecture` name: the course's ViT, or notebook 08's CNN (`vitcourse.cnn`).
 
-The loop (`Trainer.train_epoch`) is what notebook 06 prints. What it leaves out lives in rooms
-named for it::
-
-    callbacks   progress bars, checkpoints, timelines, live plots (`Callback` and its events)
-    evaluation  loss, accuracy and per-class scores on a split (`evaluate`)
-    clock       the time budget: seconds of training, validation left out (`Clock`)
-    resuming    what a checkpoint holds, and the rest of an interrupted epoch (`EpochReplay`)
-    scaling     the README's "Scaling up": bfloat16/float16 on a GPU, torch.compile, torchrun
+The loop (`Trainer.train_epoch`) is what notebook 06 prints. What it leaves out lives in the
+other rooms of `vitcourse.training`, each named for it (its package docstring is the map).
 """
 
 from __future__ import annotations
@@ -31,16 +25,16 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from vitcourse.callbacks import (
+from vitcourse.checkpoints import atomic_save
+from vitcourse.environment import pick_device
+from vitcourse.training.callbacks import (
     Callback,
     StopTraining,
 )
-from vitcourse.checkpoints import atomic_save
-from vitcourse.clock import Clock
-from vitcourse.environment import pick_device
-from vitcourse.evaluation import accuracy, evaluate
-from vitcourse.resuming import EpochReplay, restore_training, training_state
-from vitcourse.scaling import (
+from vitcourse.training.clock import Clock
+from vitcourse.training.evaluation import accuracy, evaluate
+from vitcourse.training.resuming import EpochReplay, restore_training, training_state
+from vitcourse.training.scaling import (
     mean_over_processes,
     mixed_precision,
     prepare_network,
@@ -58,16 +52,6 @@ __all__ = [
     "seed_everything",
     "train_step",
 ]
-
-# Names that live in the rooms above, still importable from here (`from vitcourse.training import
-# ProgressCallback, evaluate`), as notebooks and scripts import them.
-_MOVED = {
-    "Callback": "callbacks", "CheckpointCallback": "callbacks", "ProgressCallback": "callbacks",
-    "StopTraining": "callbacks", "Timeline": "callbacks",
-    "evaluate": "evaluation", "accuracy": "evaluation",
-    "PRECISIONS": "scaling", "autocast_dtype": "scaling", "distributed": "scaling",
-    "init_distributed": "scaling", "to_device": "scaling",
-}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -186,7 +170,7 @@ class Trainer:
 
     On a CUDA GPU it computes in a lower precision (`precision`: "auto", "fp32", "bf16", "fp16")
     and `compile=True` asks torch.compile for a faster model; under torchrun every process trains
-    a copy on its share of the data (`vitcourse.scaling`). On a CPU: float32, one process.
+    a copy on its share of the data (`vitcourse.training.scaling`). On a CPU: float32, one process.
     """
 
     def __init__(
@@ -260,7 +244,7 @@ class Trainer:
                 self.config.label_smoothing,
                 self.config.grad_clip,
                 loss_fn=self.loss,  # None: cross entropy; notebook 09's trainers bring their own
-                amp_dtype=self.amp_dtype,  # float32 on a CPU; on a GPU, see vitcourse.scaling
+                amp_dtype=self.amp_dtype,  # float32 on a CPU; on a GPU, see vitcourse.training.scaling
                 scaler=self.scaler,
                 return_logits=True,  # to count the batch's right answers
             )
@@ -278,7 +262,7 @@ class Trainer:
         self.epoch, self.batch = self.epoch + 1, 0
         return self.epoch_record(val, start, first_step)
 
-    # What a trainer for another task changes (`vitcourse.pretraining`, `vitcourse.distillation`):
+    # What a trainer for another task changes (`vitcourse.training.pretraining`, `vitcourse.training.distillation`):
 
     loss = None  # a method (images, labels) -> loss; None: cross entropy on the model's logits
 
@@ -359,7 +343,7 @@ class Trainer:
         for callback in self.callbacks:
             getattr(callback, hook)(self, *args)
 
-    # --- checkpoints (`vitcourse.resuming`) -------------------------------------------------
+    # --- checkpoints (`vitcourse.training.resuming`) -------------------------------------------------
 
     def state_dict(self) -> dict:
         """Everything needed to continue: model, optimizer, schedule, history, configs, RNGs."""
@@ -378,11 +362,3 @@ def seed_everything(seed: int) -> None:
     """Seed Python's and PyTorch's random number generators."""
     random.seed(seed)
     torch.manual_seed(seed)
-
-
-def __getattr__(name: str):
-    if name in _MOVED:  # the name's home is imported when the name is first asked for
-        import importlib
-
-        return getattr(importlib.import_module(f"vitcourse.{_MOVED[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

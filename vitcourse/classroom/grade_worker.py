@@ -2,18 +2,20 @@
 
     python -m vitcourse.grade_worker NOTEBOOK OUT LIMITS EXERCISES
 
-`vitcourse.grade` starts this in a sandbox (`vitcourse.sandbox`), one per notebook, with NOTEBOOK
-a copy of the submission and OUT the only folder it may write. It runs every code cell in order in
-a fresh kernel, each within its time limit, until the notebook's. After each cell that defines an
-exercise (`def patchify`, `class ...`, or `patchify = ...` other than a check cell), it keeps what
-the name holds, written with cloudpickle to `OUT/defs/<exercise>.pkl` (the same object again at
-the end, with the notebook's last globals, which a function may read). It writes `OUT/run.json`, how each exercise's defining cell ran, and
-`OUT/executed.ipynb`, the notebook as it ran (each cell's outputs capped in size).
+`vitcourse.classroom.grade` starts this in a sandbox (`vitcourse.classroom.sandbox`), one per
+notebook, with NOTEBOOK a copy of the submission and OUT the only folder it may write. It runs every
+code cell in order in a fresh kernel, each within its time limit, until the notebook's. After each
+cell that defines an exercise (`def patchify`, `class ...`, or `patchify = ...` other than a check
+cell), it keeps what the name holds, written with cloudpickle to `OUT/defs/<exercise>.pkl` (the same
+object again at the end, with the notebook's last globals, which a function may read). It writes
+`OUT/run.json`, how each exercise's defining cell ran, and `OUT/executed.ipynb`, the notebook as it
+ran (each cell's outputs capped in size).
 
 It decides no verdict: everything here runs beside the student's code and could be forged. The
 grader runs each kept answer in a second sandbox without the course's solution
-(`vitcourse.grade_probe`) and judges what comes back in its own process. LIMITS is
-`vitcourse.sandbox.Limits` as a JSON object, EXERCISES the notebook's exercises as a JSON list.
+(`vitcourse.classroom.grade_probe`) and judges what comes back in its own process. LIMITS is
+`vitcourse.classroom.sandbox.Limits` as a JSON object, EXERCISES the notebook's exercises as a JSON
+list.
 
 It imports neither torch nor the checks (the notebook's kernel does what the notebook imports):
 every second it spends starting is spent again for each notebook of a class.
@@ -40,7 +42,7 @@ import nbformat  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
 from nbclient.exceptions import DeadKernelError  # noqa: E402
 
-from vitcourse.sandbox import STARTUP_SECONDS, Limits  # noqa: E402
+from vitcourse.classroom.sandbox import STARTUP_SECONDS, Limits  # noqa: E402
 
 # The errors of a cell that never ran: what it defines is an error, not a wrong answer.
 COMPILE_ERRORS = ("SyntaxError", "IndentationError", "TabError")

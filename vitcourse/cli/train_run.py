@@ -1,11 +1,11 @@
 """The run `python -m vitcourse.train` trains, settled once before it starts (notebooks 06-09).
 
 `plan` makes a frozen `TrainRun` from the parsed arguments and, on --resume, from the run folder
-(`vitcourse.runs`: run.json's settings, the checkpoint's model and recipe). Every default that
+(`vitcourse.cli.runs`: run.json's settings, the checkpoint's model and recipe). Every default that
 depends on another value is resolved there: the batch per process, the learning rate scaled to
 it, the dataset (a folder of your own images: with run.json's size and statistics on --resume),
 its preset (or --init's ViT), the device. Nothing changes the run afterwards; it
-builds its pieces (`TrainRun.loaders`, `new_model`, `new_trainer`), and `vitcourse.train`, the
+builds its pieces (`TrainRun.loaders`, `new_model`, `new_trainer`), and `vitcourse.cli.train`, the
 command line, runs them.
 """
 
@@ -21,16 +21,16 @@ import torch
 from torch import nn
 
 from vitcourse.checkpoints import CheckpointError, build_model, load_checkpoint, load_model
+from vitcourse.cli.runs import RunFolder, command_line, resumed_train_config, run_length
 from vitcourse.cnn import CNNConfig, cnn_preset_for
-from vitcourse.data import Loaders, dataset_info, denormalize, make_loaders
-from vitcourse.datasets import DatasetInfo
-from vitcourse.distillation import DistillationTrainer
+from vitcourse.data.datasets import DatasetInfo
+from vitcourse.data.folders import folder_name, is_image_folder, kept_info, kept_settings
+from vitcourse.data.loading import Loaders, dataset_info, denormalize, make_loaders
 from vitcourse.environment import pick_device
-from vitcourse.folders import folder_name, is_image_folder, kept_info, kept_settings
 from vitcourse.live import LivePlot
 from vitcourse.presets import preset_for
-from vitcourse.runs import RunFolder, command_line, resumed_train_config, run_length
-from vitcourse.training import TrainConfig, Trainer
+from vitcourse.training.distillation import DistillationTrainer
+from vitcourse.training.loop import TrainConfig, Trainer
 from vitcourse.vit import ViTConfig, copy_encoder
 
 # The default batch, per process: a GPU takes 4 times the CPU's batch of these small images.

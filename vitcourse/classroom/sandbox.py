@@ -1,23 +1,23 @@
 """Run a student's code where it can harm nothing: a bubblewrap sandbox with limits.
 
-`vitcourse.grade` runs each submitted notebook, and then each exercise's answer, through `run`:
+`vitcourse.classroom.grade` runs each submitted notebook, and then each exercise's answer, through
+`run`:
 
 - **The sandbox** (Linux, Debian's `bubblewrap`): namespaces of its own (no network, its own
-  process ids), no capabilities, a cleared environment, its own session, and killed with the
-  grader (`--die-with-parent`). It sees, read-only, only the Python interpreter,
-  the virtual environment, the `vitcourse` package (or a copy of it, see `vitcourse.grade`), the
-  course's `data/` when asked, the files it is given, and a made-up `/etc/passwd`; it writes only
-  to a private, size-limited `/tmp` (its HOME too) and to the one folder it is given, which the
-  grader reads afterwards. Never the teacher's home, the solutions, or the other submissions.
+  process ids), no capabilities, a cleared environment, its own session, and killed with the grader
+  (`--die-with-parent`). It sees, read-only, only the Python interpreter, the virtual environment,
+  the `vitcourse` package (or a copy of it, see `vitcourse.classroom.grade`), the course's `data/`
+  when asked, the files it is given, and a made-up `/etc/passwd`; it writes only to a private,
+  size-limited `/tmp` (its HOME too) and to the one folder it is given, which the grader reads
+  afterwards. Never the teacher's home, the solutions, or the other submissions.
 - **Limits**, for all its processes together, watched from outside every 0.2 s: wall time, memory
   (resident, summed over its processes, plus what its /tmp and /dev/shm hold: see
-  `vitcourse.sandbox_memory`), number of processes, and its output folder's size and number of
-  files and folders, and its error stream's size.
-  Each process also gets kernel limits that stop a single runaway at once: address space (the
-  memory limit plus `VIRTUAL_ROOM_GB`), file size, no core files, and a number of processes and
-  threads (`TASK_ROOM`).
+  `vitcourse.classroom.sandbox_memory`), number of processes, and its output folder's size and
+  number of files and folders, and its error stream's size. Each process also gets kernel limits
+  that stop a single runaway at once: address space (the memory limit plus `VIRTUAL_ROOM_GB`), file
+  size, no core files, and a number of processes and threads (`TASK_ROOM`).
 - **Never root**: run as root, the grader starts each sandbox's command as a user of its own
-  (see `vitcourse.sandbox_user`); run by a teacher, as that teacher in a user namespace.
+  (see `vitcourse.classroom.sandbox_user`); run by a teacher, as that teacher in a user namespace.
 - **Without bubblewrap** (`sandbox=False`, the grader's `--no-sandbox`), the same command runs as
   the teacher with the same limits and nothing else: see `EXPOSED`.
 """
@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import vitcourse
-from vitcourse import sandbox_user as users
-from vitcourse.sandbox_memory import SHM_MB, memfd_filter, resident_bytes, tmpfs_bytes
+from vitcourse.classroom import sandbox_user as users
+from vitcourse.classroom.sandbox_memory import SHM_MB, memfd_filter, resident_bytes, tmpfs_bytes
 
 EXPOSED = (
     "without a sandbox the students' code runs as you: it can read and change your files (your "
@@ -154,7 +154,7 @@ def with_package(command: list[str], package: Path) -> list[str]:
 def _bwrap(command: list[str], box: Box, given: Path, out: Path, passwd: Path, env: dict,
            seccomp: int | None = None, user: int | None = None) -> list[str]:  # fmt: skip
     """bubblewrap's command line. `user`: the host user the command becomes (the grader is root,
-    see `vitcourse.sandbox_user`); None: the teacher, as uid 1000 of a user namespace."""
+    see `vitcourse.classroom.sandbox_user`); None: the teacher, as uid 1000 of a user namespace."""
     args = ["bwrap", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     if user is None:
         args += ["--unshare-all", "--uid", "1000", "--gid", "1000"]

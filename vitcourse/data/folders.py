@@ -11,8 +11,8 @@ side is `image_size` pixels and cropped to the centred square (torchvision's Res
 then kept in memory as bytes: `InMemoryImages` reads it as it reads CIFAR. The folder's
 `DatasetInfo` holds its classes, its channels (1 when every training image is grayscale, else 3),
 the statistics of its training images, and the course's models for its size. A file PIL cannot read
-is named and skipped; hidden files (.DS_Store) are ignored. `vitcourse.data` takes a folder's path
-wherever it takes a dataset's name: `DATASET = "my_photos"` works in every notebook.
+is named and skipped; hidden files (.DS_Store) are ignored. `vitcourse.data.loading` takes a
+folder's path wherever it takes a dataset's name: `DATASET = "my_photos"` works in every notebook.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ import torch
 import torchvision
 from PIL import Image, ImageOps
 
-from vitcourse.batching import InMemoryImages
-from vitcourse.datasets import DATASETS, DatasetInfo, table_key
+from vitcourse.data.batching import InMemoryImages
+from vitcourse.data.datasets import DATASETS, DatasetInfo, table_key
 
 # 32 x 32 pixels unless asked otherwise: CIFAR's size, so the course's 32-pixel models (8 x 8
 # patches of 4 x 4 pixels) train on a laptop's CPU in minutes. Each doubling of the side makes four

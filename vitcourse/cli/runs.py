@@ -1,4 +1,4 @@
-"""The run folder, written the same way by `python -m vitcourse.train` and `vitcourse.pretrain`.
+"""The run folder, written the same way by `python -m vitcourse.train` and `vitcourse.cli.pretrain`.
 
     OUT/run.json        the run's settings (the data, the batch, the model kind): --resume reuses them
     OUT/checkpoint.pt   the model and the training state, after every epoch and on Ctrl-C
@@ -8,11 +8,11 @@
     OUT/transformers/   with --export transformers: the model for Hugging Face's from_pretrained
 
 Each command line settles its run once, before training, in a frozen description
-(`vitcourse.train_run.TrainRun`, `vitcourse.pretrain.PretrainRun`) made from its arguments and, on
---resume, from what `RunFolder.resume` reads here: the checkpoint to continue, and run.json's
-settings over the command line's, so an interrupted run goes on with the same data. The loop that
-writes the checkpoint is `vitcourse.training` (notebook 06); the files are read and written by
-`vitcourse.checkpoints`.
+(`vitcourse.cli.train_run.TrainRun`, `vitcourse.cli.pretrain.PretrainRun`) made from its arguments
+and, on --resume, from what `RunFolder.resume` reads here: the checkpoint to continue, and
+run.json's settings over the command line's, so an interrupted run goes on with the same data. The
+loop that writes the checkpoint is `vitcourse.training.loop` (notebook 06); the files are read and
+written by `vitcourse.checkpoints`.
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ from pathlib import Path
 
 from torch import nn
 
-from vitcourse.callbacks import CheckpointCallback, ProgressCallback
 from vitcourse.checkpoints import CheckpointError, load_checkpoint, save_model
-from vitcourse.data import denormalize
+from vitcourse.data.loading import denormalize
 from vitcourse.environment import quick_mode
-from vitcourse.training import TrainConfig
+from vitcourse.training.callbacks import CheckpointCallback, ProgressCallback
+from vitcourse.training.loop import TrainConfig
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ class RunFolder:
 
     def tensorboard(self, loaders):
         """A callback writing TensorBoard event files into the folder (needs the extras)."""
-        from vitcourse.tensorboard import TensorBoardCallback, first_images
+        from vitcourse.bridges.tensorboard import TensorBoardCallback, first_images
 
         samples = first_images(loaders.val)
         # A point every 10 steps, or a few an epoch on a small set.

@@ -1,0 +1,15 @@
+"""The classroom: student copies, and a class's notebooks graded where they can harm nothing::
+
+    student          python -m vitcourse.student: the notebooks with every solution taken out
+    grade            python -m vitcourse.grade: a class graded, and what the teacher reads
+    grading          one submitted notebook: its two sandboxed steps, then the verdict, here
+    grade_worker     step one, in a sandbox: run the notebook, keep what its cells define
+    grade_probe      step two, in a sandbox: run one kept answer on a check's inputs
+    grade_solutions  the package the probe sees: the course's solutions left out
+    gradebook        the journal written as grading goes, grades.csv, gradebook.csv, reports
+    sandbox          bubblewrap and its limits: time, memory, processes, files, no network
+    sandbox_memory   shared memory held to the memory limit where no cgroup counts it
+    sandbox_user     who a sandbox runs as: never root
+
+Nothing here is imported by a notebook; `docs/teachers.md` is the teacher's guide.
+"""

@@ -1,0 +1,365 @@
+"""Grade a class: run every student's notebooks, each in a sandbox, and judge each exercise.
+
+    python -m vitcourse.grade SUBMISSIONS --out OUT [--jobs N] [--resume] [--no-sandbox]
+
+SUBMISSIONS holds one folder per student, as a teacher collects them:
+`SUBMISSIONS/<student>/01_patches.ipynb`, ... A file is matched to a course notebook by its name,
+or by its two-digit number when a download renamed it (`01_patches (1).ipynb`); of several copies
+the newest is graded. Links are never followed, and hidden files are reported, not graded.
+
+Each notebook is graded in two steps, each in a sandbox (`vitcourse.classroom.sandbox`: no network,
+no access to your files, limits on time, memory, processes and output):
+
+1. `vitcourse.classroom.grade_worker` runs it in a fresh kernel in quick mode on the CPU, and
+   keeps what each exercise's name holds after the cell that defines it (`def patchify`,
+   `class ...`, `patchify = ...`), so a deleted, duplicated or moved cell does not matter.
+2. For each exercise, `vitcourse.classroom.grade_probe` runs what was kept on inputs drawn with a
+   seed the student cannot know, in a sandbox whose `vitcourse` has no solution to that exercise (an
+   answer that calls, wraps or subclasses it is "not attempted"). What comes back is plain
+   tensors and numbers (`vitcourse.checks.answers`); the verdict and the hint are decided here,
+   in the grader's own process, by the same check a learner runs in the notebook.
+
+Each graded notebook is appended to `OUT/journal.jsonl` at once, so a stopped grader loses nothing
+(`--resume` goes on from it). OUT receives `grades.csv`, `gradebook.csv`, `feedback/<student>.md`,
+`summary.md`, `similar.md` (`vitcourse.classroom.gradebook`) and `executed/`, each notebook as it
+ran. Status is one of: passed, wrong, not attempted, error, timeout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.util
+import json
+import os
+import re
+import stat
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from vitcourse.checks.registry import exercises
+from vitcourse.classroom import gradebook, sandbox
+from vitcourse.classroom.gradebook import Grade, summarise
+from vitcourse.classroom.grading import exercises_by_notebook, grade_notebook, match_notebook
+from vitcourse.classroom.sandbox import Limits
+
+MAX_NOTEBOOK_BYTES = 100 * 2**20
+MAX_DEPTH = 8  # folders within a student's folder that are looked into
+MAX_ENTRIES = 2_000  # files and folders looked at in one student's folder
+MAX_ANSWER_CHARS = 20_000  # an answer's source compared with others (longer: not compared)
+
+
+def _skip_reason(path: Path) -> str | None:
+    """Why a file or folder in SUBMISSIONS is not graded, or None."""
+    if path.is_symlink():
+        return "a link, not followed"
+    if path.name.startswith("."):
+        return "hidden (its name starts with a dot)"
+    if path.name == "__MACOSX":
+        return "a macOS archive folder"
+    return None
+
+
+def find_submissions(root: Path) -> tuple[dict[str, dict[str, Path]], list[str]]:
+    """Walk SUBMISSIONS: ({student: {notebook: path}}, [what was skipped, and why]).
+
+    Links are never followed. Where a student's folder holds several copies of one notebook
+    (`01_patches.ipynb`, `01_patches (1).ipynb`, an `old/` folder), the most recently modified
+    one is graded and the others are reported."""
+    if root.is_symlink() or not root.is_dir():
+        raise FileNotFoundError(f"expected a folder of student folders, got {root}")
+    students: dict[str, dict[str, Path]] = {}
+    skipped = []
+    for entry in sorted(root.iterdir()):
+        why = _skip_reason(entry) or (None if entry.is_dir() else "not a student folder")
+        if why:
+            skipped.append(f"{entry.name}: {why} (expected SUBMISSIONS/<student>/)")
+            continue
+        copies = _notebooks_in(entry, root, skipped)
+        student = gradebook.student_name(entry.name)
+        students[student] = {}
+        for notebook, paths in sorted(copies.items()):
+            newest = max(paths, key=lambda p: p.lstat().st_mtime)
+            students[student][notebook] = newest
+            for other in paths:
+                if other != newest:
+                    skipped.append(
+                        f"{other.relative_to(root)}: an older copy of {notebook}; graded "
+                        f"{newest.relative_to(root)}"
+                    )
+    return students, skipped
+
+
+def _notebooks_in(folder: Path, root: Path, skipped: list[str]) -> dict[str, list[Path]]:
+    """{notebook: [its copies]} in one student's folder, walked without recursion, links not
+    entered, at most MAX_DEPTH folders deep and MAX_ENTRIES entries; what is not graded is added
+    to `skipped`, with why."""
+    copies: dict[str, list[Path]] = {}
+    todo, seen = [(folder, 0)], 0
+    while todo:
+        here, depth = todo.pop()
+        try:
+            names = sorted(os.listdir(here))
+        except OSError as e:
+            skipped.append(f"{here.relative_to(root)}: cannot be read ({type(e).__name__})")
+            continue
+        for name in names:
+            path, seen = here / name, seen + 1
+            if seen > MAX_ENTRIES:
+                skipped.append(f"{folder.relative_to(root)}: more than {MAX_ENTRIES} files; "
+                               "the rest were not looked at")  # fmt: skip
+                return copies
+            why, info = _skip_reason(path), path.lstat()
+            if why is None and stat.S_ISDIR(info.st_mode):
+                why = f"more than {MAX_DEPTH} folders deep" if depth >= MAX_DEPTH else None
+                if why is None:
+                    todo.append((path, depth + 1))
+                    continue
+            notebook = match_notebook(name) if path.suffix == ".ipynb" else None
+            if why is None and (notebook is None or not stat.S_ISREG(info.st_mode)):
+                why = "not a course notebook with exercises"
+            if why:
+                skipped.append(f"{path.relative_to(root)}: {why}")
+            else:
+                copies.setdefault(notebook, []).append(path)
+    return copies
+
+
+def read_submission(path: Path) -> bytes:
+    """A submission's bytes, never through a link, at most MAX_NOTEBOOK_BYTES."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise OSError("not a regular file")
+        data = f.read(MAX_NOTEBOOK_BYTES + 1)
+    if len(data) > MAX_NOTEBOOK_BYTES:
+        raise OSError(f"larger than {MAX_NOTEBOOK_BYTES // 2**20} MB")
+    return data
+
+
+# --- the class ---------------------------------------------------------------------------------
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _answers(data: bytes, notebook: str) -> dict[str, str]:
+    """{exercise: its definition's normalised source} from a submission's cells (read here, as
+    text: nothing of it runs in the grader)."""
+    try:
+        cells = json.loads(data)["cells"]
+        sources = ["".join(c["source"]) if isinstance(c["source"], list) else str(c["source"])
+                   for c in cells if c.get("cell_type") == "code"]  # fmt: skip
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError, MemoryError):
+        return {}
+    found = {}
+    for name in exercises_by_notebook()[notebook]:
+        defines = rf"^[ \t]*(?:def|class)\s+{name}\b|^{name}\s*=(?!\s*check_)"
+        for source in sources:  # the last cell that defines it, as the grader keeps it
+            if re.search(defines, source, re.M):
+                found[name] = _normalised(source, name)
+        if found.get(name) is None or "raise NotImplementedError" in found[name]:
+            found.pop(name, None)  # an open exercise is not an answer to compare
+    return found
+
+
+def _normalised(source: str, name: str) -> str | None:
+    """An answer's normalised source, for `similar.md`; None for one too long or too deeply
+    nested to parse here (`1+1+...` 5,000 times), which is then compared with nothing."""
+    if len(source) > MAX_ANSWER_CHARS:
+        return None
+    try:
+        found = gradebook.normalised(source, name)
+    except (RecursionError, MemoryError, ValueError, TypeError):
+        return None
+    return found if found is None or len(found) <= MAX_ANSWER_CHARS else None
+
+
+def grade_class(
+    submissions: Path,
+    out: Path,
+    limits: Limits = Limits(),  # noqa: B008 - frozen
+    jobs: int = 1,
+    quick: bool = True,
+    notebooks: list[str] | None = None,
+    use_sandbox: bool = True,
+    resume: bool = False,
+) -> tuple[list[Grade], list[str]]:
+    """Grade every submission; write the reports; return (grades, skipped files).
+
+    `notebooks`: the notebooks handed out (default: every one any student handed in); a student
+    without one gets its exercises as "not attempted", with the hint "not handed in".
+    `resume`: keep what `out/journal.jsonl` holds of an earlier run on the same files."""
+    submissions, out = Path(submissions).absolute(), Path(out).absolute()
+    students, skipped = find_submissions(submissions)
+    for message in skipped:
+        print(f"skipped {gradebook.printable(message)}")
+    expected = notebooks or sorted({nb for handed in students.values() for nb in handed})
+    out.mkdir(parents=True, exist_ok=True)
+    journal = out / "journal.jsonl"
+    if not resume:
+        if journal.exists():
+            os.replace(journal, out / "journal.previous.jsonl")
+        for folder in ("executed", "feedback"):  # the grader's own outputs of an earlier run
+            sandbox.remove_tree(out / folder)
+    done = {(r["student"], r["notebook"], r["sha256"]): r for r in gradebook.read(journal)}
+    for stale in out.glob(".work-*"):  # left by a grader that was killed: never /tmp
+        sandbox.remove_tree(stale)
+    work = Path(tempfile.mkdtemp(prefix=".work-", dir=out))
+    todo = [(s, nb, p) for s, handed in students.items() for nb, p in handed.items()]
+    try:
+        with (
+            ThreadPoolExecutor(max_workers=max(1, jobs)) as pool,
+            tqdm(total=len(todo), desc="grading", unit="notebook") as bar,
+        ):
+            futures = [pool.submit(_grade_one, s, nb, p, out, limits, quick, use_sandbox, work,
+                                   done) for s, nb, p in todo]  # fmt: skip
+            for future in as_completed(futures):
+                future.result()
+                bar.update()
+    finally:
+        sandbox.remove_tree(work)
+    return _report(students, expected, skipped, journal, out)
+
+
+def _grade_one(student, notebook, path, out, limits, quick, use_sandbox, work, done) -> None:
+    """Grade one notebook (unless the journal has it already, for these very bytes) and append
+    it to the journal."""
+    data, start = b"", time.monotonic()
+    try:
+        data = read_submission(path)
+        if (student, notebook, _digest(data)) in done:
+            return
+        grades = grade_notebook(student, notebook, data, out, limits, quick, use_sandbox, work)
+        answers = _answers(data, notebook)
+    except Exception as e:  # noqa: BLE001 - one notebook ends in a status, never stops the class
+        why = gradebook.printable(" ".join(f"{type(e).__name__}: {e}".split()))[:300]
+        why = f"the grader could not grade this notebook ({why})"
+        grades = [Grade(student, notebook, n, "error", why)
+                  for n in exercises_by_notebook()[notebook]]  # fmt: skip
+        answers = {}
+    record = {"student": student, "notebook": notebook, "sha256": _digest(data),
+              "path": str(path), "grades": [asdict(g) for g in grades],
+              "answers": answers, "seconds": round(time.monotonic() - start, 1)}  # fmt: skip
+    gradebook.append(out / "journal.jsonl", record)
+
+
+def _report(students, expected, skipped, journal: Path, out: Path):
+    """The reports, from the journal's latest record of each (student, notebook)."""
+    latest = {(r["student"], r["notebook"]): r for r in gradebook.read(journal)}
+    grades, answers = [], {}
+    for (student, notebook), record in latest.items():
+        if student not in students or students[student].get(notebook) is None:
+            continue
+        try:
+            now = _digest(read_submission(Path(record["path"])))
+        except OSError:
+            now = None
+        grades += [Grade(**g) for g in record["grades"]]
+        if now != record["sha256"]:
+            skipped.append(f"{student}/{notebook}: changed while it was graded; grade it again")
+        for name, source in record.get("answers", {}).items():
+            answers[(student, name)] = source
+    for student, handed in students.items():
+        for notebook in expected:
+            if notebook not in handed:
+                grades += [Grade(student, notebook, name, "not attempted", "not handed in")
+                           for name in exercises_by_notebook()[notebook]]  # fmt: skip
+    order = list(exercises())
+    grades.sort(key=lambda g: (g.student, order.index(g.exercise)))
+    similar = gradebook.alike(answers)
+    copies = {
+        key for key, source in answers.items() if source == gradebook.reference_source(key[1])
+    }
+    flag = {"flags": "its source is the course's solution, word for word"}
+    grades = [Grade(**asdict(g) | flag) if (g.student, g.exercise) in copies else g for g in grades]
+    gradebook.write_reports(grades, skipped, similar, out)
+    return grades, skipped
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m vitcourse.grade",
+        description="Run every student's notebooks in a sandbox and judge their exercises.",
+    )
+    parser.add_argument("submissions", type=Path, help="a folder with one folder per student")
+    parser.add_argument("--out", type=Path, required=True, help="folder for grades and reports")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds per notebook (600)")
+    parser.add_argument("--cell-timeout", type=float, default=120, help="seconds per cell (120)")
+    parser.add_argument("--check-timeout", type=float, default=30, help="seconds per answer (30)")
+    parser.add_argument(
+        "--memory", type=float, default=8, help="GB per notebook, all its processes (8)"
+    )
+    parser.add_argument("--jobs", type=int, default=1, help="notebooks graded at once (1)")
+    parser.add_argument(
+        "--notebooks",
+        help="the notebooks handed out, e.g. 01_patches,03_attention (default: all handed in)",
+    )
+    parser.add_argument("--full", action="store_true", help="run in full mode, not quick mode")
+    parser.add_argument("--resume", action="store_true", help="go on from OUT/journal.jsonl")
+    parser.add_argument(
+        "--no-sandbox", action="store_true",
+        help="grade without bubblewrap's sandbox (the students' code runs as you)",
+    )  # fmt: skip
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = _parser()
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    limits = Limits(args.timeout, args.cell_timeout, args.check_timeout, args.memory)
+    notebooks = args.notebooks.split(",") if args.notebooks else None
+    unknown = [n for n in notebooks or [] if n not in exercises_by_notebook()]
+    if unknown:
+        parser.error(
+            f"--notebooks: {', '.join(unknown)} not among the notebooks with exercises "
+            f"({', '.join(exercises_by_notebook())})"
+        )
+    if importlib.util.find_spec("cloudpickle") is None:
+        parser.exit(
+            2, "error: the grader needs cloudpickle: pip install -r requirements-teachers.txt\n"
+        )
+    missing = sandbox.bubblewrap()
+    if missing and not args.no_sandbox:
+        instead = (  # run as root, grading without a sandbox would run the students as root
+            "Fix that, or grade as a user other than root: --no-sandbox would run the students' "
+            "code as root" if os.geteuid() == 0
+            else f"--no-sandbox grades without one, and then {sandbox.EXPOSED}"
+        )  # fmt: skip
+        parser.exit(2, f"error: {missing}.\nThe grader runs students' code only in a sandbox. "
+                    f"{instead}.\n")  # fmt: skip
+    if args.no_sandbox:
+        print(f"warning: no sandbox: {sandbox.EXPOSED}.", file=sys.stderr)
+    try:
+        grades, skipped = grade_class(args.submissions, args.out, limits, args.jobs,
+                                      not args.full, notebooks, not args.no_sandbox, args.resume)  # fmt: skip
+    except FileNotFoundError as e:
+        parser.exit(2, f"error: {e}\n")
+    print(summarise(grades, skipped))
+    print(f"{len(grades)} grades in {args.out / 'grades.csv'}, feedback in {args.out / 'feedback'}")
+    failure = same_failure(grades)
+    if failure:
+        parser.exit(3, f"error: every notebook failed the same way ({failure}): that is the "
+                    "grader's set-up, not the students' work; fix it and grade again\n")  # fmt: skip
+
+
+def same_failure(grades: list[Grade]) -> str | None:
+    """The one reason every graded notebook of the class is an error for, where there are at
+    least two notebooks and one reason (a package the sandbox cannot see, a broken install)."""
+    graded = [g for g in grades if g.hint != "not handed in"]
+    notebooks = {(g.student, g.notebook) for g in graded}
+    reasons = {g.hint for g in graded}
+    if len(notebooks) >= 2 and len(reasons) == 1 and all(g.status == "error" for g in graded):
+        return gradebook.printable(reasons.pop())[:300]
+    return None
+
+
+if __name__ == "__main__":
+    main()

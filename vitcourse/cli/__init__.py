@@ -1,0 +1,10 @@
+"""The command lines: a training run from a terminal, written to a run folder::
+
+    train       python -m vitcourse.train: the ViT (or its CNN rival), with live numbers
+    pretrain    python -m vitcourse.pretrain: masked-patch pre-training, then fine-tuning
+    train_run   the run `train` trains, settled once from the arguments before it starts
+    runs        the run folder both write: run.json, metrics, checkpoints, model.pt, resuming
+
+`python -m vitcourse.train` and `python -m vitcourse.pretrain` stay the documented commands: the
+files of those names beside the package's modules start these.
+"""

@@ -1,0 +1,399 @@
+"""Train the course's ViT (or its CNN rival) from the command line.
+
+    python -m vitcourse.train --dataset fashion-mnist --minutes 10 --out runs/fashion
+    python -m vitcourse.train --out runs/fashion --resume        # continue an interrupted run
+    python -m vitcourse.train --model cnn --minutes 10 --fraction 0.1   # the CNN, 10% of the data
+    python -m vitcourse.train --init runs/mae/model.pt --fraction 0.01  # fine-tune a pre-trained ViT
+    python -m vitcourse.train --teacher runs/cnn/model.pt --minutes 10  # distil a CNN into a ViT
+    python -m vitcourse.train --dataset my_photos --minutes 5   # your own: one sub-folder per class
+
+Writes OUT/run.json (the data and model kind, which --resume reuses), OUT/checkpoint.pt (after
+every epoch and on Ctrl-C), OUT/metrics.json (per-epoch losses and accuracies, the final test
+accuracy, per-class precision/recall/F1, the confusion matrix), OUT/attention.png (a ViT's curves
+and attention maps of a few validation images) and OUT/model.pt (the trained model alone, for
+`vitcourse.checkpoints.load_model`); with --tensorboard, TensorBoard's event files, and with
+--export transformers, OUT/transformers/ for Hugging Face. The model is the dataset's entry in
+`vitcourse.data.datasets` (`train_preset` for the ViT, `cnn_preset` for --model cnn) unless --preset
+says otherwise. A folder of your own images is resized to --image-size pixels and normalised with
+its training images' statistics, which run.json keeps. Quick mode (VITCOURSE_QUICK=1): a small
+subset, one epoch unless --epochs or --minutes say otherwise.
+
+--init PATH starts from a trained or pre-trained ViT's weights (`python -m vitcourse.pretrain`
+writes one) with a new head for the dataset's classes; --freeze then trains the head alone (a
+linear probe). --teacher PATH trains a DeiT student (`vitcourse.deit.DistilledViT`) against the
+trained model in PATH (the course's CNN, say): `vitcourse.training.distillation`.
+
+On a GPU it computes in bfloat16 or float16 (--precision) and keeps the data on the GPU; --compile
+asks torch.compile for a faster model. On several GPUs (or CPU processes), start it with torchrun:
+
+    torchrun --nproc_per_node=4 -m vitcourse.cli.train --minutes 10 --out runs/four
+
+Each process trains a copy of the model (DistributedDataParallel) on its share of every batch.
+By default each process takes 128 images a step on a CPU, 512 on a GPU, with the learning rate
+scaled to the whole batch; a --batch-size given is the batch of all processes together, so N
+processes then take the same steps as one. Only the first process (rank 0) writes files;
+metrics.json records `world_size`.
+
+The run is settled once, before it starts, into a frozen `vitcourse.cli.train_run.TrainRun` (its
+defaults resolved, on --resume with run.json's settings); `vitcourse.cli.runs` writes its folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from vitcourse.checkpoints import load_checkpoint
+from vitcourse.cli.train_run import CPU_BATCH, GPU_BATCH, TrainRun, plan
+from vitcourse.data.folders import SIZES_THAT_WORK
+from vitcourse.environment import quick_mode
+from vitcourse.presets import PRESETS
+from vitcourse.training.distillation import DistillationTrainer
+from vitcourse.training.evaluation import evaluate
+from vitcourse.training.loop import TrainConfig, Trainer
+from vitcourse.training.scaling import PRECISIONS, init_distributed
+
+
+def _channels(text: str) -> tuple[int, ...]:
+    """The --stem value: "16,32" becomes (16, 32)."""
+    try:
+        return tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected channel counts separated by commas, such as 16,32; got {text!r}"
+        ) from None
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m vitcourse.train", description=__doc__.split("\n\n")[0]
+    )
+    _run_arguments(parser)
+    _model_arguments(parser)
+    _recipe_arguments(parser)
+    _device_arguments(parser)
+    _start_arguments(parser)
+    return parser.parse_args(argv)
+
+
+def _run_arguments(parser: argparse.ArgumentParser) -> None:
+    """The data, the length, the run folder."""
+    parser.add_argument(
+        "--dataset",
+        default="fashion-mnist",
+        help="fashion-mnist (default), mnist, cifar10, cifar100, or a folder of your own images "
+        "with one sub-folder per class",
+    )
+    parser.add_argument(
+        "--image-size",
+        type=int,
+        metavar="N",
+        help=f"a folder's images are resized to N x N pixels: {SIZES_THAT_WORK}",
+    )
+    length = parser.add_mutually_exclusive_group()
+    length.add_argument(
+        "--epochs",
+        type=int,
+        help=f"passes over the data (default {TrainConfig.epochs}; 1 in quick mode)",
+    )
+    length.add_argument("--minutes", type=float, help="a time budget instead of epochs")
+    parser.add_argument("--out", type=Path, help="output folder (default runs/DATASET)")
+    parser.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
+    tensorboard = "also write TensorBoard event files into OUT (tensorboard --logdir runs/)"
+    parser.add_argument("--tensorboard", action="store_true", help=tensorboard)
+    parser.add_argument(
+        "--export",
+        choices=["transformers"],
+        help="also write the trained model for Hugging Face transformers into OUT/transformers/",
+    )
+
+
+def _model_arguments(parser: argparse.ArgumentParser) -> None:
+    """The model kind, and the ViT preset's sizes."""
+    parser.add_argument(
+        "--model",
+        choices=["vit", "cnn"],
+        default="vit",
+        help="vit (default) or cnn: a small CNN (vitcourse.cnn)",
+    )
+    parser.add_argument(
+        "--preset",
+        choices=list(PRESETS),
+        help="ViT size (default: the dataset's train_preset in vitcourse.data.datasets)",
+    )
+    parser.add_argument("--patch-size", type=int, help="override the preset's patch size")
+    parser.add_argument("--dim", type=int, help="override the preset's width D")
+    parser.add_argument("--depth", type=int, help="override the preset's number of blocks")
+    parser.add_argument("--heads", dest="num_heads", type=int, help="override the preset's heads")
+    parser.add_argument("--mlp-dim", type=int, help="override the preset's MLP width")
+    parser.add_argument("--pool", choices=["cls", "mean"], help="override the preset's pooling")
+    parser.add_argument("--drop-path", type=float, help="stochastic depth rate of the last block")
+    parser.add_argument(
+        "--stem",
+        dest="stem_channels",
+        type=_channels,
+        help="a hybrid ViT: 3x3 convolutions of these channels before the patches, e.g. 32 or 16,32 "
+        "(each keeps the image size, or halves it with the preset's or --stem-stride's 2)",
+    )
+    parser.add_argument(
+        "--stem-stride",
+        type=int,
+        choices=[1, 2],
+        help="1: the stem keeps the image size; 2: each stem convolution halves it",
+    )
+
+
+def _recipe_arguments(parser: argparse.ArgumentParser) -> None:
+    """How much data, and the training recipe."""
+    parser.add_argument(
+        "--fraction",
+        type=float,
+        default=1.0,
+        help="train on this share of the training images, e.g. 0.1 (default 1)",
+    )
+    parser.add_argument(
+        "--val-size",
+        type=int,
+        default=5000,
+        help="training images held out for validation after every epoch (default 5000; from a "
+        "folder of your own, at most a tenth of its training images)",
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        help=f"images per step, all processes together under torchrun (default {CPU_BATCH} per "
+        f"process on a CPU, {GPU_BATCH} per CUDA GPU)",
+    )
+    parser.add_argument(
+        "--lr",
+        type=float,
+        help=f"peak learning rate (default {TrainConfig.lr:g} at a batch of {CPU_BATCH}, times "
+        "the square root of how many times larger the batch is)",
+    )
+    parser.add_argument("--weight-decay", type=float, default=TrainConfig.weight_decay)
+    parser.add_argument("--warmup", type=float, default=TrainConfig.warmup)
+    parser.add_argument("--label-smoothing", type=float, default=TrainConfig.label_smoothing)
+    parser.add_argument(
+        "--no-augment", action="store_true", help="train without random crops and flips"
+    )
+    parser.add_argument("--seed", type=int, default=0)
+
+
+def _device_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where and how fast: the device, its precision, torch.compile."""
+    parser.add_argument("--device", help="cpu, cuda, mps (default: picked automatically)")
+    parser.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        default="auto",
+        help="auto (default): bf16 on a CUDA GPU that has it, else fp16 there; fp32 elsewhere",
+    )
+    parser.add_argument(
+        "--compile",
+        action="store_true",
+        help="torch.compile the model: compiles first (23 s on a 2-core CPU), then steps faster "
+        "(5%% there; benchmarks/precision.py)",
+    )
+
+
+def _start_arguments(parser: argparse.ArgumentParser) -> None:
+    """Pre-trained weights (--init, --freeze) and teachers (--teacher)."""
+    start = parser.add_argument_group("pre-trained weights and teachers (notebook 09)")
+    start.add_argument(
+        "--init",
+        type=Path,
+        help="start from this ViT's weights (a model.pt from vitcourse.pretrain or train); its "
+        "sizes replace the preset's and its head is replaced by a new one",
+    )
+    start.add_argument(
+        "--freeze", action="store_true", help="with --init: train the new head only (linear probe)"
+    )
+    start.add_argument(
+        "--teacher",
+        type=Path,
+        help="distil from this trained model (a model.pt, e.g. the CNN's): DeiT's distillation token",
+    )
+    start.add_argument("--distillation", choices=["hard", "soft"], default="hard")
+    start.add_argument(
+        "--alpha", type=float, help="weight of the teacher's loss (DeiT: 0.5 hard, 0.1 soft)"
+    )
+    start.add_argument("--tau", type=float, help="soft distillation's temperature (DeiT: 3)")
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse_args(argv)
+    try:
+        rank, world_size, device = init_distributed(args.device)
+    except ValueError as e:  # e.g. --device mps under torchrun
+        raise SystemExit(f"error: {e}") from None
+    try:
+        return _train(plan(args, rank, world_size, device, argv))
+    finally:
+        if world_size > 1:
+            dist.destroy_process_group()
+
+
+# How the trainer computes, in words.
+PRECISION_NAMES = {None: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16"}
+
+
+def _train(run: TrainRun) -> dict:
+    """Train as `run` says; the first process writes the run folder."""
+    say = print if run.lead else (lambda *a, **k: None)
+    if run.lead and not run.resume:
+        run.folder.write_settings(run.settings())
+    if quick_mode():
+        say("quick mode: a small subset of the data")
+    torch.manual_seed(run.train_config.seed)
+    loaders = run.loaders()
+    if run.info.folder is not None:
+        say(_folder_line(run.info))
+    model = run.new_model()
+    trainer = run.new_trainer(model, loaders)
+    if run.resume:
+        say(run.folder.restore(trainer))
+    say(_describe(run, model, loaders, trainer))
+    start = time.perf_counter()
+    trainer.fit()
+    seconds = time.perf_counter() - start
+    if trainer.interrupted and run.world_size > 1:
+        # Each process stopped at its own point: no more steps or measurements together.
+        say(run.folder.stopped_early("torchrun ... -m vitcourse.train"))
+        return {"interrupted": True, "world_size": run.world_size}
+    if trainer.interrupted:
+        say(run.folder.stopped_early("python -m vitcourse.train"))
+    test = evaluate(trainer.model, loaders.test, trainer.device)
+    metrics = _metrics(run, trainer, loaders, test, seconds)
+    if run.teacher:
+        metrics["teacher"] = _teacher_facts(run, trainer, loaders)
+    if not run.lead:
+        return metrics  # the first process writes the files
+    run.folder.write_results(
+        metrics,
+        trainer.model,
+        test_acc=test["acc"],
+        command=run.command,
+        epochs=trainer.history.epochs,
+        train_config=dataclasses.asdict(run.train_config),
+        train_seconds=trainer.elapsed,
+    )
+    if run.teacher:
+        say(_teacher_line(metrics["teacher"], trainer.elapsed))
+    if run.export:
+        say(f"wrote {run.folder.export_transformers(trainer.model)} for transformers")
+    out = run.folder.path
+    say(
+        f"test accuracy {100 * test['acc']:.2f}% on {metrics['test_images']:,} images; wrote {out}/"
+    )
+    return metrics
+
+
+def _describe(run: TrainRun, model: torch.nn.Module, loaders, trainer: Trainer) -> str:
+    """The line that says what trains, on what, and how."""
+    config = run.model_config
+    if run.model == "vit":
+        shape = f"ViT, {config.depth} blocks, width {config.dim}, "
+        if config.stem_channels:
+            stem = ",".join(map(str, config.stem_channels))
+            shape += f"stem {stem} stride {config.stem_stride}, "
+        shape += f"{config.grid_size}x{config.grid_size} patches"
+    else:
+        shape = f"CNN, widths {config.widths}, convolutions {config.depths}"
+    if run.init:
+        shape += f", starting from {run.init}" + (
+            " (frozen: the head alone trains)" if run.freeze else ""
+        )
+    if run.teacher:
+        shape = (
+            f"DeiT {shape} with a distillation token, {run.distillation} distillation from "
+            f"{run.teacher}"
+        )
+    line = (
+        f"{shape}: {model.num_parameters():,} parameters that train; "
+        f"{len(loaders.train.dataset):,} training images; device {trainer.device}, "
+        f"{PRECISION_NAMES[trainer.amp_dtype]}, batch {run.batch_size}, "
+        f"peak lr {run.train_config.lr:.2g}"
+    )
+    if run.world_size > 1:
+        each = run.batch_size // run.world_size
+        line += f", {run.world_size} processes of {each} images a step each"
+    return line + (", compiled" if run.compile else "")
+
+
+def _folder_line(info) -> str:
+    """What was read from a folder of your own images, and how it is normalised."""
+    classes = ", ".join(info.classes[:8]) + (", ..." if info.classes[8:] else "")
+    numbers = ", ".join(f"{m:.3f}/{s:.3f}" for m, s in zip(info.mean, info.std, strict=True))
+    return (
+        f"{info.folder}: {len(info.classes)} classes ({classes}), {info.image_size} x "
+        f"{info.image_size} pixels, {info.channels} channel{'s' * (info.channels > 1)}, "
+        f"mean/std {numbers} (kept in run.json)"
+    )
+
+
+def _metrics(run: TrainRun, trainer: Trainer, loaders, test: dict, seconds: float) -> dict:
+    """metrics.json: the run, the model, the epochs, and the scores on the test split."""
+    return {
+        "dataset": loaders.info.name,
+        "architecture": run.architecture,
+        "fraction": run.fraction,
+        "init": str(run.init) if run.init else None,
+        "freeze": run.freeze,
+        "train_images": len(loaders.train.dataset),
+        "world_size": run.world_size,
+        "batch_size": run.batch_size,
+        "device": str(trainer.device),
+        "precision": PRECISION_NAMES[trainer.amp_dtype],
+        "compiled": run.compile,
+        "model_config": dataclasses.asdict(run.model_config),
+        "train_config": dataclasses.asdict(run.train_config),
+        "parameters": trainer.model.num_parameters(),
+        "epochs": trainer.history.epochs,
+        "train_seconds": trainer.elapsed,
+        "test_acc": test["acc"],
+        "test_loss": test["loss"],
+        "test_images": len(loaders.test.dataset),
+        "per_class": {
+            name: {
+                "precision": test["precision"][i].item(),
+                "recall": test["recall"][i].item(),
+                "f1": test["f1"][i].item(),
+            }
+            for i, name in enumerate(loaders.info.classes)
+        },
+        "confusion": test["confusion"].tolist(),
+        "interrupted": trainer.interrupted,
+        "wall_seconds_this_run": seconds,
+    }
+
+
+def _teacher_facts(run: TrainRun, trainer: DistillationTrainer, loaders) -> dict:
+    """The teacher's score and training time: a budget comparison must count them too."""
+    facts = load_checkpoint(run.teacher)
+    return {
+        "path": str(run.teacher),
+        "architecture": trainer.teacher.architecture,
+        "test_acc": evaluate(trainer.teacher, loaders.test, trainer.device)["acc"],
+        "train_seconds": facts.get("train_seconds"),
+        "distillation": trainer.kind,
+        "alpha": trainer.alpha,
+        "tau": trainer.tau,
+    }
+
+
+def _teacher_line(teacher: dict, student_seconds: float) -> str:
+    seconds = teacher["train_seconds"]
+    minutes = f"{seconds / 60:.1f} minutes" if seconds else "unknown time"
+    return (
+        f"the teacher: {100 * teacher['test_acc']:.2f}% test accuracy, trained for {minutes}; "
+        f"the student trained {student_seconds / 60:.1f} minutes"
+    )
+
+
+if __name__ == "__main__":
+    main()
