@@ -7,7 +7,7 @@ Each run gets its own made-up HOME holding a secret, its own copy of the class a
 127.0.0.1. Without the sandbox the attackers really act (they rewrite the made-up HOME, another
 student's submission and the grades): run it on a machine you do not mind, as CI's is. The one
 attack it leaves out there is writing into the installed package, which it only tests for
-(`os.access`): in the sandbox the test suite does write (tests/test_grade_sandbox.py).
+(`os.access`): in the sandbox the test suite does write (tests/classroom/test_grade_sandbox.py).
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.hostile import SECRET, grade_command, write_hostile_class  # noqa: E402
 from tests.test_grade_sandbox import Listener, _files_under, _processes_with  # noqa: E402
+
+from tests.classroom.hostile import SECRET, grade_command, write_hostile_class  # noqa: E402
 
 
 def grade(root: Path, sandboxed: bool) -> dict:

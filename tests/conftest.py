@@ -77,8 +77,8 @@ def toy_loaders():
 
 
 def new_trainer(config=None, callbacks=(), seed=0):
-    """A Trainer of a tiny ViT on the toy data, on the CPU (the recipe of tests/test_training.py
-    unless `config` says otherwise)."""
+    """A Trainer of a tiny ViT on the toy data, on the CPU (the recipe of
+    tests/training/test_loop.py unless `config` says otherwise)."""
     from vitcourse.training.loop import TrainConfig, Trainer
     from vitcourse.vit import VisionTransformer
 

@@ -20,7 +20,7 @@ import pytest
 from nbclient import NotebookClient
 from PIL import Image
 
-from tests.test_data import _write_cifar, _write_idx
+from tests.data.test_loading import _write_cifar, _write_idx
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_LINE = 'DATASET = "fashion-mnist"'

@@ -319,3 +319,37 @@ def test_the_documented_commands_run_through_their_old_doors():
                               capture_output=True, text=True, cwd=ROOT)  # fmt: skip
         assert done.returncode == 0, (command, done.stderr[-2000:])
         assert f"usage: python -m vitcourse.{command}" in done.stdout, (command, done.stdout)
+
+
+def test_the_tests_mirror_the_package():
+    """`tests/<subpackage>/test_<module>.py` for a module in a subpackage: a reader finds a room's
+    tests where the room is. Names stay unique (pytest imports each test file by its name)."""
+    tests = ROOT / "tests"
+    files = [p for p in tests.rglob("test_*.py")]
+    assert len({p.name for p in files}) == len(files)
+    subpackages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")} - {"checks"}
+    for path in files:
+        folder = path.parent.relative_to(tests).as_posix()
+        module = path.stem.removeprefix("test_")
+        if folder != ".":  # test_grade_sandbox.py: the grade module, in a sandbox
+            assert folder in subpackages, path
+            rooms = {p.stem for p in (PACKAGE / folder).glob("*.py")}
+            assert any(module == r or module.startswith(f"{r}_") for r in rooms), path
+    for sub in subpackages:  # every room of a subpackage has its tests beside it
+        rooms = {p.stem for p in (PACKAGE / sub).glob("*.py")} - {"__init__"}
+        tested = {p.stem.removeprefix("test_") for p in (tests / sub).glob("test_*.py")}
+        tested |= {r for r in rooms for t in tested if t.startswith(f"{r}_")}
+        elsewhere = TESTED_WITH.get(sub, {})
+        assert rooms - tested == set(elsewhere), (sub, rooms - tested)
+        for room, test in elsewhere.items():
+            assert room in (tests / sub / test).read_text(), (room, test)
+
+
+# Rooms of the grader tested in the file of the step they serve.
+TESTED_WITH = {
+    "classroom": {
+        "grading": "test_grade_worker.py", "grade_probe": "test_grade_worker.py",
+        "grade_solutions": "test_grade_worker.py", "gradebook": "test_grade.py",
+        "sandbox_memory": "test_sandbox.py", "sandbox_user": "test_sandbox.py",
+    },
+}  # fmt: skip

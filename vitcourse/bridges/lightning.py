@@ -20,7 +20,7 @@ config)`, set before the step, with `total` the Lightning trainer's `estimated_s
 Like `Trainer.fit`, a fresh run seeds torch's generator with `config.seed` (plus the process's
 rank), so random crops and flips draw the same numbers. From the same initial weights and
 batches, N Lightning steps on a CPU give the course's weights to the last bit
-(tests/test_lightning.py). What differs:
+(tests/bridges/test_lightning.py). What differs:
 
 - The length of training is the Lightning trainer's (`max_epochs` or `max_steps`), and must
   agree with `config.epochs`. There is no time budget: `TrainConfig(minutes=...)` is refused

@@ -32,7 +32,7 @@ from vitcourse.training.loop import TrainConfig, Trainer
 from vitcourse.training.scaling import ShardSampler, autocast_dtype, distributed, init_distributed
 from vitcourse.vit import VisionTransformer
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 # --- mixed precision -----------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import torch
 from matplotlib.figure import Figure
 
 import vitcourse
+import vitcourse.bridges
 from tests.conftest import TINY_CNN, TINY_VIT, make_toy_loaders, need, new_trainer
 from vitcourse.bridges.tensorboard import TensorBoardCallback, attention_figure
 from vitcourse.cnn import SmallCNN
@@ -209,10 +210,8 @@ def test_without_tensorboard_the_module_imports_and_the_callback_says_how_to_ins
     for name in ("tensorboard", "torch.utils.tensorboard"):
         monkeypatch.setitem(sys.modules, name, None)  # as if not installed: importing it fails
     monkeypatch.delitem(sys.modules, "vitcourse.bridges.tensorboard")
-    monkeypatch.delattr(vitcourse, "tensorboard", raising=False)
-    module = importlib.import_module(
-        "vitcourse.bridges.tensorboard"
-    )  # the module needs no tensorboard
+    monkeypatch.delattr(vitcourse.bridges, "tensorboard", raising=False)  # restored afterwards
+    module = importlib.import_module("vitcourse.bridges.tensorboard")  # needs no tensorboard
     install = re.escape("pip install -r requirements-extras.txt")
     with pytest.raises(ImportError, match=f"needs the tensorboard package: {install}"):
         module.TensorBoardCallback(tmp_path)

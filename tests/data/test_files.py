@@ -13,7 +13,7 @@ from vitcourse.data import files
 from vitcourse.data.files import DatasetNotFoundError, prepare_fashion_mnist
 from vitcourse.data.loading import dataset_info, load_dataset
 
-SHIPPED = Path(__file__).resolve().parent.parent / "data" / "FashionMNIST" / "raw"
+SHIPPED = Path(__file__).resolve().parents[2] / "data" / "FashionMNIST" / "raw"
 
 
 # --- Fashion-MNIST, from the archives that ship in data/ -------------------------------------

@@ -22,11 +22,17 @@ from pathlib import Path
 
 import pytest
 
+from tests.classroom.hostile import (
+    ROUND_TWO,
+    SECRET,
+    grade_command,
+    write_hostile_class,
+    write_round_two,
+)
 from tests.conftest import need_sandbox
-from tests.hostile import ROUND_TWO, SECRET, grade_command, write_hostile_class, write_round_two
 from vitcourse.classroom import gradebook
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class Listener:

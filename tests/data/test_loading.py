@@ -1,7 +1,8 @@
 """vitcourse.data.loading: Fashion-MNIST offline through `load_dataset`, the loaders, the other
 datasets' code paths on small files in torchvision's on-disk format written here, and every name
-that moved out of the module still found in it. (The files themselves are tests/test_files.py's, the
-table tests/test_datasets.py's, the in-memory batches tests/test_batching.py's.)"""
+that moved out of the module still found in it. (The files themselves are
+tests/data/test_files.py's, the table tests/data/test_datasets.py's, the in-memory batches
+tests/data/test_batching.py's.)"""
 
 import hashlib
 import pickle
@@ -253,7 +254,7 @@ def test_names_that_moved_out_are_still_found_in_data(module, name):
 
 def test_data_dataset_info_is_the_tables_for_its_names():
     """`vitcourse.data.loading.dataset_info` is the door: the table's entry for a name (a folder's
-    path is `vitcourse.data.folders`', tests/test_folders.py), and a `DatasetInfo` stands for
+    path is `vitcourse.data.folders`', tests/data/test_folders.py), and a `DatasetInfo` stands for
     itself."""
     assert "dataset_info" in data.__all__
     for name in table.DATASETS:
