@@ -63,7 +63,7 @@ def race_model(kind: str, info: DatasetInfo, minutes: float, seed: int) -> dict:
         "seed": seed,
         "parameters": model.num_parameters(),
         "curve": timeline.points,
-        "steps": trainer.step,
+        "steps": trainer.steps_done,
         "seconds": trainer.elapsed,
         "test_acc": evaluate(trainer.model, loaders.test, trainer.device)["acc"],
     }

@@ -231,7 +231,7 @@ def test_notebook_06_stopped_in_its_first_epoch_keeps_a_usable_model(tmp_path):
     stop = nbformat.v4.new_code_cell(
         "_step_end = LivePlot.on_step_end\n"
         "def _stop_at_step_3(self, trainer, loss):\n"
-        "    if trainer.step == 3:\n"
+        "    if trainer.steps_done == 3:\n"
         "        raise KeyboardInterrupt  # what the Stop button sends\n"
         "    _step_end(self, trainer, loss)\n"
         "LivePlot.on_step_end = _stop_at_step_3"

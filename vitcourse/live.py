@@ -96,7 +96,7 @@ class LivePlot(Callback):
     def on_step_end(self, trainer: Trainer, loss: float) -> None:
         due_time = time.monotonic() - self.last >= self.every_seconds
         due_steps = (
-            self.every_steps is not None and trainer.step - self.last_step >= self.every_steps
+            self.every_steps is not None and trainer.steps_done - self.last_step >= self.every_steps
         )
         if due_time or due_steps:
             self.refresh(trainer)
@@ -197,7 +197,7 @@ class LivePlot(Callback):
 
     def refresh(self, trainer: Trainer) -> None:
         """Put the latest curves and attention maps into the figure, and update the display."""
-        self.last, self.last_step = time.monotonic(), trainer.step
+        self.last, self.last_step = time.monotonic(), trainer.steps_done
         history = trainer.history
         per_epoch = max(trainer.steps_per_epoch, 1)
         steps = torch.arange(1, len(history.step_losses) + 1) / per_epoch

@@ -132,7 +132,7 @@ def test_n_lightning_steps_give_the_course_trainers_weights(L, bridge, kind, con
     steps = config.epochs * len(loaders.train)
     trainer = lightning_trainer(L, max_steps=steps)
     trainer.fit(bridge.ViTModule(model, config), loaders.train, loaders.val)
-    assert trainer.global_step == course.step == steps == 20
+    assert trainer.global_step == course.steps_done == steps == 20
     assert max_difference(model, new_model(kind)) > 0.01  # it trained
     for name, weights in model.state_dict().items():
         torch.testing.assert_close(weights, course.model.state_dict()[name], rtol=1e-6, atol=1e-7)
@@ -205,7 +205,7 @@ def test_an_epoch_of_fashion_mnist_with_augmentation_is_the_course_trainers(L, b
     model = VisionTransformer(TINY_28)
     trainer, data = lightning_trainer(L, max_epochs=1), bridge.CourseDataModule(**FASHION)
     trainer.fit(bridge.ViTModule(model, config), datamodule=data)
-    assert trainer.global_step == course.step == 4
+    assert trainer.global_step == course.steps_done == 4
     for name, weights in model.state_dict().items():
         torch.testing.assert_close(weights, course.model.state_dict()[name], rtol=1e-6, atol=1e-7)
     trainer.save_checkpoint(tmp_path / "run.ckpt")

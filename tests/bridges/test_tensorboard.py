@@ -49,9 +49,9 @@ def one_image() -> torch.Tensor:
 def assert_step_curves(run, trainer: Trainer) -> None:
     """train/loss is the mean of the steps since the last point, train/learning_rate the rate
     the schedule set for the step, every EVERY steps."""
-    steps = list(range(EVERY, trainer.step + 1, EVERY))
+    steps = list(range(EVERY, trainer.steps_done + 1, EVERY))
     losses, rates = run.Scalars("train/loss"), run.Scalars("train/learning_rate")
-    assert len(losses) == trainer.step // EVERY
+    assert len(losses) == trainer.steps_done // EVERY
     assert [e.step for e in losses] == steps == [e.step for e in rates]  # each once, in order
     history = trainer.history.step_losses
     means = [sum(history[s - EVERY : s]) / EVERY for s in steps]
@@ -137,7 +137,7 @@ class StopAt(Callback):
         self.step = step
 
     def on_step_end(self, trainer, loss):
-        if trainer.step == self.step:
+        if trainer.steps_done == self.step:
             raise KeyboardInterrupt
 
 
@@ -159,7 +159,7 @@ def test_a_resumed_run_goes_on_along_the_same_steps(tmp_path, read_events, saved
     board = TensorBoardCallback(logs, images=one_image(), every_steps=EVERY)
     first = new_trainer(CONFIG, [save, board, StopAt(13)])
     first.fit()
-    assert first.interrupted and first.step == 13  # closed cleanly on Ctrl-C: read back below
+    assert first.interrupted and first.steps_done == 13  # closed cleanly on Ctrl-C: read back below
     assert [e.step for e in read_events(logs).Scalars("train/loss")] == [3, 6, 9, 12]
 
     # TensorBoard reads a folder's files in name order: whole seconds, then a counter that is not
@@ -169,7 +169,7 @@ def test_a_resumed_run_goes_on_along_the_same_steps(tmp_path, read_events, saved
         time.sleep(0.05)
     resumed = new_trainer(CONFIG, [TensorBoardCallback(logs, one_image(), every_steps=EVERY)])
     resumed.resume(path)
-    assert resumed.step == (13 if saved == "at the stop" else 10)
+    assert resumed.steps_done == (13 if saved == "at the stop" else 10)
     resumed.fit()
     run = read_events(logs)
     # Every step once, in order; the interrupted run's point at step 12, after its last

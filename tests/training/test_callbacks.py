@@ -63,13 +63,13 @@ def test_progress_bar_counts_steps_or_budget_seconds(monkeypatch):
     bar = ProgressCallback()
     trainer = new_trainer(TrainConfig(epochs=2), [bar])
     trainer.fit()
-    assert bar.bar.total == bar.bar.n == trainer.step == 2 * trainer.steps_per_epoch
+    assert bar.bar.total == bar.bar.n == trainer.steps_done == 2 * trainer.steps_per_epoch
     # A budget: the bar counts its seconds (a stand-in clock: every step takes 0.1 s).
-    monkeypatch.setattr(clock, "now", lambda: trainer.step * 0.1)
+    monkeypatch.setattr(clock, "now", lambda: trainer.steps_done * 0.1)
     bar = ProgressCallback()
     trainer = new_trainer(TrainConfig(minutes=3 / 60), [bar])
     trainer.fit()
-    assert bar.bar.total == bar.bar.n == 3 and trainer.step == 30
+    assert bar.bar.total == bar.bar.n == 3 and trainer.steps_done == 30
 
 
 def test_a_callback_can_stop_training_cleanly(tmp_path, toy_loaders):
@@ -80,17 +80,17 @@ def test_a_callback_can_stop_training_cleanly(tmp_path, toy_loaders):
 
     class FiveSteps(Callback):
         def on_step_end(self, trainer, loss):
-            if trainer.step == 5:
+            if trainer.steps_done == 5:
                 raise StopTraining("five steps are enough")
 
     path = tmp_path / "checkpoint.pt"
     trainer = new_trainer(callbacks=[FiveSteps(), CheckpointCallback(path)])
     before = {k: v.clone() for k, v in trainer.model.state_dict().items()}
     history = trainer.fit()
-    assert trainer.step == 5 and len(history.step_losses) == 5
+    assert trainer.steps_done == 5 and len(history.step_losses) == 5
     assert trainer.stopped == "five steps are enough" and not trainer.interrupted
     assert any(not torch.equal(v, before[k]) for k, v in trainer.model.state_dict().items())
     assert load_checkpoint(path)["schedule"]["step"] == 5
     trainer.callbacks = []  # fit again: no stop left, so it trains to the end
     trainer.fit()
-    assert trainer.stopped is None and trainer.step > 5
+    assert trainer.stopped is None and trainer.steps_done > 5

@@ -13,7 +13,7 @@ def test_time_budget_drives_the_schedule_and_stops(monkeypatch):
     machine, busy or not: the budget, not the speed of the computer, decides."""
     from vitcourse.training import clock
 
-    monkeypatch.setattr(clock, "now", lambda: trainer.step * 0.01)
+    monkeypatch.setattr(clock, "now", lambda: trainer.steps_done * 0.01)
     config = TrainConfig(minutes=0.5 / 60, lr=1e-3, warmup=0.2)  # half a (stand-in) second
     trainer = new_trainer(config)
     seen = []

@@ -124,7 +124,7 @@ def test_distillation_trains_the_student_and_leaves_the_teacher_alone(
     expected = distillation_loss(
         cls_logits, dist_logits, teacher.model(images), labels, "hard", 0.5, 1.0, 0.1
     )
-    torch.testing.assert_close(student.loss(images, labels), expected)
+    torch.testing.assert_close(student.loss_fn(images, labels), expected)
 
 
 def test_the_trainer_needs_a_student_with_a_token_and_matching_classes(

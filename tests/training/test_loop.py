@@ -56,7 +56,7 @@ def test_training_lowers_the_loss_and_learns():
     assert [r["epoch"] for r in history.epochs] == [1, 2, 3, 4]
     assert after["loss"] < 0.7 * before["loss"]
     assert after["acc"] > 0.8
-    assert trainer.step == 4 * len(trainer.loaders.train) == len(history.step_losses)
+    assert trainer.steps_done == 4 * len(trainer.loaders.train) == len(history.step_losses)
 
 
 def test_training_is_reproducible():
@@ -110,11 +110,39 @@ def test_history_records_the_training_accuracy_of_every_step_and_epoch():
 
 def test_a_trainer_with_its_own_loss_records_no_training_accuracy(tiny_vit, toy_loaders):
     class OwnLoss(Trainer):  # as notebook 09's trainers do: a loss that is not on labels' logits
-        def loss(self, images, labels):
+        def loss_fn(self, images, labels):
             return self.network(images).pow(2).mean()
 
     torch.manual_seed(0)
     trainer = OwnLoss(VisionTransformer(tiny_vit), toy_loaders(), TrainConfig(epochs=2), [], "cpu")
     history = trainer.fit()
-    assert history.step_accuracies == [] and len(history.step_losses) == trainer.step
+    assert history.step_accuracies == [] and len(history.step_losses) == trainer.steps_done
     assert [record["train_acc"] for record in history.epochs] == [None, None]
+
+
+def test_the_loops_counters_and_hooks_say_what_they_are():
+    """The loop notebook 06 prints counts `steps_done` over the run and `epoch_batches_done` in the
+    epoch under way; `step` is kept as the old name of `steps_done`; a subclass that still names
+    its hook `loss` is told the hook's name instead of being silently ignored."""
+    trainer = new_trainer(TrainConfig(epochs=1))
+    assert not trainer.finished() and not trainer.finished_everywhere()
+    trainer.fit()
+    assert trainer.finished() and trainer.finished_everywhere()
+    assert trainer.steps_done == trainer.step == trainer.steps_per_epoch
+    assert trainer.epoch_batches_done == 0  # the epoch ended: none of the next one yet
+    with pytest.raises(TypeError, match="named `loss_fn"):
+
+        class OldHook(Trainer):  # noqa: F841
+            def loss(self, images, labels):
+                return images.sum()
+
+
+def test_the_loop_notebook_06_prints_is_short():
+    """`Trainer.train_epoch` is printed in notebook 06: one screen, `train_step` called on one line
+    with the batch (its other settings in `step_options`)."""
+    import inspect
+
+    source = inspect.getsource(Trainer.train_epoch)
+    assert len(source.splitlines()) <= 30
+    call = next(line for line in source.splitlines() if "train_step(" in line)
+    assert "**self.step_options" in source and call.strip().startswith("loss, logits = train_step(")

@@ -173,7 +173,7 @@ def test_ctrl_c_keeps_a_pretraining_run_that_resumes_where_it_stopped(
 
     class StopAt(Callback):  # Ctrl-C in the middle of the second epoch
         def on_step_end(self, trainer, loss):
-            if trainer.step == 13:
+            if trainer.steps_done == 13:
                 raise KeyboardInterrupt
 
     def new(callbacks=()):
@@ -190,10 +190,10 @@ def test_ctrl_c_keeps_a_pretraining_run_that_resumes_where_it_stopped(
     path = tmp_path / "checkpoint.pt"
     first = new([CheckpointCallback(path), StopAt()])
     first.fit()
-    assert first.interrupted and first.step == 13 and path.exists()
+    assert first.interrupted and first.steps_done == 13 and path.exists()
     resumed = new()
     resumed.resume(path)
-    assert resumed.step == 13
+    assert resumed.steps_done == 13
     resumed.fit()
     assert [r["epoch"] for r in resumed.history.epochs] == [1, 2, 3]
-    assert resumed.step == 3 * len(toy_loaders().train)
+    assert resumed.steps_done == 3 * len(toy_loaders().train)

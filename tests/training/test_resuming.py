@@ -16,7 +16,7 @@ class StopAt(Callback):
         self.step = step
 
     def on_step_end(self, trainer, loss):
-        if trainer.step == self.step:
+        if trainer.steps_done == self.step:
             raise KeyboardInterrupt
 
 
@@ -28,7 +28,7 @@ def test_interrupt_keeps_the_model_and_resume_continues(tmp_path, toy_loaders):
 
     first = new_trainer(callbacks=[CheckpointCallback(path), StopAt(steps_per_epoch * 2 + 2)])
     history = first.fit()
-    assert first.interrupted and first.epoch == 2 and first.step == 2 * steps_per_epoch + 2
+    assert first.interrupted and first.epoch == 2 and first.steps_done == 2 * steps_per_epoch + 2
     assert len(history.epochs) == 2  # the model and history are kept
     assert path.exists() and not path.with_name("checkpoint.pt.tmp").exists()
 
@@ -37,12 +37,12 @@ def test_interrupt_keeps_the_model_and_resume_continues(tmp_path, toy_loaders):
     assert state["schedule"]["step"] == 2 * steps_per_epoch + 2
     resumed = new_trainer(seed=123)  # different init: everything must come from the checkpoint
     resumed.resume(path)
-    assert resumed.epoch == 2 and resumed.step == first.step
+    assert resumed.epoch == 2 and resumed.steps_done == first.steps_done
     for a, b in zip(resumed.optimizer.state.values(), first.optimizer.state.values(), strict=True):
         assert torch.equal(a["exp_avg"], b["exp_avg"])
     resumed.fit()
     assert [r["epoch"] for r in resumed.history.epochs] == [1, 2, 3, 4]
-    assert resumed.step == full.step
+    assert resumed.steps_done == full.steps_done
     # The stopped epoch's training accuracy counts the steps before the stop and after the resume.
     assert resumed.history.step_accuracies == full.history.step_accuracies
     for a, b in zip(resumed.history.epochs, full.history.epochs, strict=True):
@@ -75,15 +75,15 @@ def test_a_stop_in_the_first_epoch_keeps_a_usable_model_and_resumes_that_epoch(t
     path = tmp_path / "checkpoint.pt"
     first = new_trainer(callbacks=[CheckpointCallback(path), StopAt(3)])
     history = first.fit()
-    assert first.interrupted and first.epoch == 0 and first.batch == 3
+    assert first.interrupted and first.epoch == 0 and first.epoch_batches_done == 3
     assert history.epochs == [] and len(history.step_losses) == 3
     images, _ = next(iter(first.loaders.val))
     assert torch.isfinite(first.model(images)).all()
     resumed = new_trainer(seed=9)
     resumed.resume(path)
-    assert (resumed.epoch, resumed.step, resumed.batch) == (0, 3, 3)
+    assert (resumed.epoch, resumed.steps_done, resumed.epoch_batches_done) == (0, 3, 3)
     resumed.fit()
-    assert resumed.step == resumed.config.epochs * resumed.steps_per_epoch
+    assert resumed.steps_done == resumed.config.epochs * resumed.steps_per_epoch
 
 
 def test_a_checkpoint_without_training_accuracies_resumes(tmp_path):
@@ -100,6 +100,6 @@ def test_a_checkpoint_without_training_accuracies_resumes(tmp_path):
     assert resumed.history.step_accuracies == []
     resumed.fit()
     steps = resumed.steps_per_epoch
-    assert len(resumed.history.step_accuracies) == resumed.step - 3
+    assert len(resumed.history.step_accuracies) == resumed.steps_done - 3
     first_epoch = resumed.history.step_accuracies[: steps - 3]
     assert resumed.history.epochs[0]["train_acc"] == pytest.approx(sum(first_epoch) / (steps - 3))

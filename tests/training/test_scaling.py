@@ -226,7 +226,7 @@ def _train_one_process(rank: int, world: int, port: int, out: str, minutes: floa
             {
                 "model": trainer.model.state_dict(),
                 "epochs": trainer.history.epochs,
-                "steps": trainer.step,
+                "steps": trainer.steps_done,
                 "draw": torch.rand(1),  # each process draws its own random numbers
             },
             Path(out) / f"rank{rank}.pt",

@@ -75,27 +75,27 @@ class TensorBoardCallback(Callback):
         # run wrote in this folder from that step on (it went on past its last checkpoint, or it
         # was another run) TensorBoard hides, so each step appears once, in order.
         self.writer = self.summary_writer(
-            str(self.log_dir), purge_step=trainer.step + 1, flush_secs=30
+            str(self.log_dir), purge_step=trainer.steps_done + 1, flush_secs=30
         )
         if self.images is None:
             self.images = first_images(trainer.loaders.val)
-        if trainer.step == 0:
+        if trainer.steps_done == 0:
             self._draw(trainer)  # the untrained model's maps, to compare with the trained ones
 
     def on_step_end(self, trainer: Trainer, loss: float) -> None:
-        if trainer.step % self.every_steps:
+        if trainer.steps_done % self.every_steps:
             return
         # The mean of the steps since the last point: no step's loss is left out of the curve.
         # The history holds every step, a resumed run's too, so a resumed curve goes on the same.
         recent = trainer.history.step_losses[-self.every_steps :]
-        self.writer.add_scalar("train/loss", sum(recent) / len(recent), trainer.step)
+        self.writer.add_scalar("train/loss", sum(recent) / len(recent), trainer.steps_done)
         lr = trainer.optimizer.param_groups[0]["lr"]  # the rate this step was taken with
-        self.writer.add_scalar("train/learning_rate", lr, trainer.step)
+        self.writer.add_scalar("train/learning_rate", lr, trainer.steps_done)
 
     def on_epoch_end(self, trainer: Trainer, record: dict) -> None:
         for name in ("train_loss", "val_loss", "val_acc"):
             if record.get(name) is not None:  # no val_acc for a model that does not classify
-                self.writer.add_scalar(f"epoch/{name}", record[name], trainer.step)
+                self.writer.add_scalar(f"epoch/{name}", record[name], trainer.steps_done)
         self._draw(trainer)
         self.writer.flush()  # a TensorBoard open during training shows each epoch as it ends
 
@@ -109,7 +109,7 @@ class TensorBoardCallback(Callback):
     def _draw(self, trainer: Trainer) -> None:
         if hasattr(trainer.model, "attention_maps"):  # a ViT or DeiT student; not the CNN
             figure = attention_figure(trainer.model, self.images, self.pictures)
-            self.writer.add_figure("attention", figure, trainer.step)
+            self.writer.add_figure("attention", figure, trainer.steps_done)
 
 
 def first_images(loader, count: int = 4) -> torch.Tensor:

@@ -5,7 +5,7 @@ A `Callback` overrides any of four events, `on_fit_start`, `on_step_end`, `on_ep
 a step or an epoch ends the training there. The course's callbacks: a progress bar
 (`ProgressCallback`), checkpoints after every epoch and on Ctrl-C (`CheckpointCallback`),
 accuracy against training time (`Timeline`, notebook 08's race), and the live plot of
-`vitcourse.live`. Each one reads the trainer (`trainer.step`, `trainer.history`,
+`vitcourse.live`. Each one reads the trainer (`trainer.steps_done`, `trainer.history`,
 `trainer.elapsed`, ...), so the loop itself stays short.
 """
 
@@ -124,13 +124,13 @@ class ProgressCallback(Callback):
         )
 
     def on_step_end(self, trainer: vitcourse.training.loop.Trainer, loss: float) -> None:
-        if trainer.step % self.every_steps == 0:
+        if trainer.steps_done % self.every_steps == 0:
             self.bar.set_postfix(epoch=trainer.epoch + 1, loss=f"{loss:.3f}", refresh=False)
             self.bar.update(self._done(trainer) - self.bar.n)
 
     def on_epoch_end(self, trainer: vitcourse.training.loop.Trainer, record: dict) -> None:
         self.bar.update(self._done(trainer) - self.bar.n)
-        if record["epoch"] % self.every_epochs == 0 or trainer.done():
+        if record["epoch"] % self.every_epochs == 0 or trainer.finished():
             train_acc, val_acc = record.get("train_acc"), record["val_acc"]
             tqdm.write(
                 f"epoch {record['epoch']:>3}  train loss {record['train_loss']:.3f}  "
@@ -149,4 +149,4 @@ class ProgressCallback(Callback):
         """Steps taken, or whole seconds of the budget spent."""
         if trainer.config.minutes:
             return min(int(trainer.elapsed), round(60 * trainer.config.minutes))
-        return trainer.step
+        return trainer.steps_done

@@ -108,7 +108,7 @@ class DistillationTrainer(Trainer):
         if kind not in KINDS or not 0 <= self.alpha <= 1:
             raise ValueError(f"expected kind in {KINDS} and alpha in [0, 1], got {kind!r}, {alpha}")
 
-    def loss(self, images: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    def loss_fn(self, images: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         with torch.no_grad():
             teacher_logits = self.teacher(images)  # (B, classes)
         cls_logits, dist_logits = self.network(images)  # training mode: both heads

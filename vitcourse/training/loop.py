@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import random
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -194,18 +195,28 @@ class Trainer:
         self.optimizer = make_optimizer(model, config)
         self.history = History()
         self.epoch = 0  # epochs completed
-        self.step = 0  # optimizer steps taken
-        self.batch = 0  # batches done in the current epoch (non-zero only when interrupted)
+        self.steps_done = 0  # optimizer steps taken, over every epoch
+        self.epoch_batches_done = 0  # of the epoch under way (non-zero only when interrupted)
         self.clock = Clock()  # seconds of training, over every run of fit (resume included)
         self.replay = EpochReplay(loaders.train)  # an interrupted epoch goes on in its order
         self.interrupted = False  # Ctrl-C (or the notebook's Stop button) ended the last fit
         self.stopped: str | None = None  # why a callback ended the last fit (`StopTraining`)
         self.steps_per_epoch = len(loaders.train)
+        # What `train_step` gets besides the batch: the recipe's smoothing and clipping, the loss
+        # of a trainer for another task (`loss_fn`), and on a GPU mixed precision (`scaling`).
+        self.step_options = dict(
+            label_smoothing=config.label_smoothing,
+            grad_clip=config.grad_clip,
+            loss_fn=self.loss_fn,
+            amp_dtype=self.amp_dtype,
+            scaler=self.scaler,
+            return_logits=True,  # to count each batch's right answers
+        )
 
     def fit(self) -> History:
         """Train until the epochs or the time budget are used up, Ctrl-C, or a callback's
         `StopTraining`. Returns the history."""
-        if self.step == 0:
+        if self.steps_done == 0:
             # Under torchrun each process draws its own random crops and flips (the shuffling
             # has a generator of its own, the same in every process).
             seed_everything(self.config.seed + self.rank)
@@ -213,14 +224,14 @@ class Trainer:
         self.clock.start()
         self._call("on_fit_start")
         try:
-            while not self.time_is_up():
+            while not self.finished_everywhere():
                 record = self.train_epoch()
                 self.history.epochs.append(record)
                 self._call("on_epoch_end", record)
         except KeyboardInterrupt:
             self.interrupted = True  # stop cleanly: model and history stay; callbacks save them
             print(
-                f"\ninterrupted after {self.step} steps; the model and history are kept",
+                f"\ninterrupted after {self.steps_done} steps; the model and history are kept",
                 file=sys.stderr,
             )
         except StopTraining as stop:  # a callback's decision: the same clean stop
@@ -232,39 +243,34 @@ class Trainer:
         """One pass over the training split (cut short by a time budget), then validation."""
         self.model.train()
         start = self.clock.start()  # count training time from here
-        first_step = self.step - self.batch  # the epoch's first step, even when resumed mid-epoch
-        for images, labels in self.replay.batches(skip=self.batch):
+        first_step = self.steps_done - self.epoch_batches_done  # resumed mid-epoch: not 0
+        for images, labels in self.replay.batches(skip=self.epoch_batches_done):
             self.set_learning_rate(learning_rate(self.progress(), self.config))
             images, labels = to_device(images, self.device), to_device(labels, self.device)
+            # self.network: the model (wrapped for torchrun or torch.compile when asked)
             loss, logits = train_step(
-                self.network,  # the model (wrapped for torchrun or torch.compile when asked)
-                self.optimizer,
-                images,
-                labels,
-                self.config.label_smoothing,
-                self.config.grad_clip,
-                loss_fn=self.loss,  # None: cross entropy; notebook 09's trainers bring their own
-                amp_dtype=self.amp_dtype,  # float32 on a CPU; on a GPU, see vitcourse.training.scaling
-                scaler=self.scaler,
-                return_logits=True,  # to count the batch's right answers
+                self.network, self.optimizer, images, labels, **self.step_options
             )
             loss = loss.item()
-            self.step, self.batch = self.step + 1, self.batch + 1
+            self.steps_done += 1
+            self.epoch_batches_done += 1
             self.history.step_losses.append(loss)
             if logits is not None:  # a classifier: its accuracy on this training batch
                 self.history.step_accuracies.append(accuracy(logits, labels))
-            self.step_end(loss)  # the callbacks: progress bars, live plots, ...
-            if self.config.minutes is not None and self.time_is_up():
+            self.call_step_callbacks(loss)  # progress bars, live plots, ...
+            if self.config.minutes is not None and self.finished_everywhere():
                 break
         share_buffers(self.model)  # under torchrun: every process measures the same model
         with self.clock.paused():  # validation takes nothing from a time budget
             val = self.validate()
-        self.epoch, self.batch = self.epoch + 1, 0
+        self.epoch, self.epoch_batches_done = self.epoch + 1, 0
         return self.epoch_record(val, start, first_step)
 
-    # What a trainer for another task changes (`vitcourse.training.pretraining`, `vitcourse.training.distillation`):
+    # What a trainer for another task changes (notebook 09's `PretrainTrainer` and
+    # `DistillationTrainer`): a method `loss_fn(images, labels) -> loss`, which `train_step`
+    # calls instead of taking cross entropy on the model's logits, and `validate`.
 
-    loss = None  # a method (images, labels) -> loss; None: cross entropy on the model's logits
+    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None
 
     def validate(self) -> dict:
         """Measure the model on the validation split: a dict with "loss" (and "acc" if it
@@ -277,25 +283,26 @@ class Trainer:
         """How far through training we are, in [0, 1]: by time with a budget, else by steps."""
         if self.config.minutes is not None:
             return min(self.elapsed / (60 * self.config.minutes), 1.0)
-        return min(self.step / (self.config.epochs * self.steps_per_epoch), 1.0)
+        return min(self.steps_done / (self.config.epochs * self.steps_per_epoch), 1.0)
 
-    def done(self) -> bool:
+    def finished(self) -> bool:
+        """Are the epochs, or the time budget, used up (on this process's clock)?"""
         if self.config.minutes is not None:
             return self.elapsed >= 60 * self.config.minutes
         return self.epoch >= self.config.epochs
 
-    def time_is_up(self) -> bool:
-        """Are the epochs or the time budget used up? Under torchrun the processes agree on a
-        budget, on the slowest one's clock, so that they all stop after the same step."""
+    def finished_everywhere(self) -> bool:
+        """`finished`, agreed by every process under torchrun: with a time budget they take the
+        slowest one's clock, so that they all stop after the same step. One process: `finished`."""
         if self.config.minutes is not None and self.world_size > 1:
             self.clock.agree(self.device)
-        return self.done()
+        return self.finished()
 
     def set_learning_rate(self, lr: float) -> None:
         for group in self.optimizer.param_groups:
             group["lr"] = lr
 
-    def step_end(self, loss: float) -> None:
+    def call_step_callbacks(self, loss: float) -> None:
         """Call the callbacks after a step. They see `elapsed` up to date, this step included,
         and their own time counts too, unless they pause the clock."""
         self.clock.count()
@@ -308,7 +315,7 @@ class Trainer:
         losses = self.history.step_losses[first_step:]
         # The epoch's accuracies are the last ones (a run resumed from a checkpoint written before
         # they were recorded has fewer of them than losses).
-        steps = self.step - first_step
+        steps = self.steps_done - first_step
         accuracies = self.history.step_accuracies[-steps:] if steps else []
         return {
             "epoch": self.epoch,
@@ -322,8 +329,21 @@ class Trainer:
             "val_loss": val["loss"],
             "val_acc": val.get("acc"),  # None when the model does not classify (pre-training)
             "seconds": self.clock.since(start),  # wall time, validation included
-            "steps": self.step,
+            "steps": self.steps_done,
         }
+
+    @property
+    def step(self) -> int:
+        """`steps_done`, by its old name (for notebooks and scripts that still use it)."""
+        return self.steps_done
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "loss" in vars(cls) and "loss_fn" not in vars(cls):  # the hook's old name
+            raise TypeError(
+                f"{cls.__name__} defines `loss(images, labels)`: the trainer calls a method named "
+                "`loss_fn(images, labels)` instead; rename it"
+            )
 
     @property
     def elapsed(self) -> float:

@@ -43,7 +43,7 @@ class PretrainTrainer(Trainer):
     error on the hidden patches; validation measures it on the validation images, always with
     the same masks (a fixed seed), so epochs compare."""
 
-    def loss(self, images: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    def loss_fn(self, images: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         return self.network(images).loss
 
     @torch.no_grad()

@@ -60,8 +60,8 @@ def training_state(trainer) -> dict:
         "optimizer": trainer.optimizer.state_dict(),
         "schedule": {
             "epoch": trainer.epoch,
-            "step": trainer.step,
-            "batch": trainer.batch,
+            "step": trainer.steps_done,
+            "batch": trainer.epoch_batches_done,
             "elapsed": trainer.elapsed,
             "world_size": trainer.world_size,
         },
@@ -71,7 +71,7 @@ def training_state(trainer) -> dict:
             "step_losses": trainer.history.step_losses,
             "step_accuracies": trainer.history.step_accuracies,
         },
-        "rng": {"torch": torch.get_rng_state(), "loader": trainer.replay.state(trainer.batch > 0)},
+        "rng": {"torch": torch.get_rng_state(), "loader": trainer.replay.state(trainer.epoch_batches_done > 0)},
         # float16's gradient scale, learned over the steps (None without one)
         "scaler": trainer.scaler.state_dict() if trainer.scaler is not None else None,
     }
@@ -111,12 +111,12 @@ def restore_training(trainer, path: str | Path) -> dict:
     except (ValueError, RuntimeError, KeyError) as e:
         raise CheckpointError(f"{path} does not fit this model or optimizer: {e}") from e
     schedule = state["schedule"]
-    trainer.epoch, trainer.step = schedule["epoch"], schedule["step"]
-    trainer.batch, trainer.elapsed = schedule["batch"], schedule["elapsed"]
+    trainer.epoch, trainer.steps_done = schedule["epoch"], schedule["step"]
+    trainer.epoch_batches_done, trainer.elapsed = schedule["batch"], schedule["elapsed"]
     if trainer.scaler is not None and state.get("scaler"):
         trainer.scaler.load_state_dict(state["scaler"])
     torch.set_rng_state(state["rng"]["torch"])
     if trainer.rank:  # the checkpoint holds the first process's random state: draw afresh
-        torch.manual_seed(trainer.config.seed + trainer.rank + trainer.world_size * trainer.step)
+        torch.manual_seed(trainer.config.seed + trainer.rank + trainer.world_size * trainer.steps_done)
     trainer.replay.restore(state["rng"]["loader"])
     return state["history"]
