@@ -3,7 +3,7 @@
 The old way, and torchvision's usual one, reads a training image at a time: a PIL image, a random
 crop, a flip, ToTensor and Normalize, then the DataLoader stacks 128 of them. `make_loaders` keeps
 the images in memory as bytes and crops, flips and normalises a whole batch in a few tensor
-operations (`vitcourse.data.loading.InMemoryImages`). Both read the same shuffled batches of the
+operations (`vitcourse.data.batching.InMemoryImages`). Both read the same shuffled batches of the
 training split in the main process, as training on a CPU does; the two take turns round by round,
 and the script reports the median seconds per pass over the data (an "epoch" of loading only) and
 their ratio.

@@ -310,6 +310,15 @@ def test_the_old_doors_are_the_moved_modules_themselves():
     assert users == {}, users
 
 
+def test_tab_completion_shows_the_names_the_subpackages_forward():
+    import vitcourse.data
+    import vitcourse.training
+
+    assert {"load_dataset", "make_loaders", "load_photo"} <= set(dir(vitcourse.data))
+    assert {"Trainer", "TrainConfig", "evaluate"} <= set(dir(vitcourse.training))
+    assert {"ViTConfig", "VisionTransformer"} <= set(dir(vitcourse))
+
+
 @pytest.mark.slow
 def test_the_documented_commands_run_through_their_old_doors():
     """`python -m vitcourse.train` (the README's), `.pretrain`, `.grade` and `.student` still

@@ -1,5 +1,5 @@
-"""vitcourse.vit: the whole model, its config and presets, and equality with timm and torchvision.
-"""
+"""vitcourse.vit: the whole model, its config and presets, and equality with timm and
+torchvision."""
 
 import dataclasses
 

@@ -17,9 +17,9 @@ Beside it, the other models and what the notebooks use to look at them::
     pretrained          weights from timm, torchvision and transformers, and back
     checkpoints         model files saved and loaded safely, for every kind of model; the
                         shipped trained models
-    widgets, diagrams   notebooks 01-05: interactive explorers; the model drawn with its shapes
+    widgets, diagrams   notebooks 00-07: interactive explorers; the model drawn with its shapes
     live                notebook 06: the live plot of curves and attention maps
-    analysis            notebooks 06-08: attention rollout, attention distance, Figure 7
+    analysis            notebooks 07-09: attention rollout, attention distance, Figure 7
     scrambling          notebook 09: images scrambled in fixed patches, where a CNN's
                         assumptions are false and a ViT's are not
     paper               notebooks 08-09: the paper's published results, and their charts
@@ -44,11 +44,13 @@ Old doors: `datasets`, `distillation`, `pretraining`, `tensorboard`, `lightning`
 in its subpackage, so that the notebooks' imports and the documented commands keep working.
 
 Imports flow one way, from the bottom up (tests/test_package.py checks there is no cycle,
-subpackages included): hosting, environment and `training.scaling`, then `data`, then the model
-(patching to vit; then presets, cnn, deit, mae, pretrained), checkpoints, the training rooms and
-the loop, then live, pre-training and distillation, and the command lines. analysis, widgets and
-diagrams read the model only; `checks` reads it and the references of the training rooms;
-`classroom` reads the checks.
+subpackages included): hosting, environment and `training.scaling`; then patching and
+scrambling (a scrambled dataset is cut in patches), `data`, the rest of the model (embedding to
+vit; then presets, cnn, deit, mae, pretrained), checkpoints, the training rooms and the loop;
+then live, the bridges, pre-training and distillation, and the command lines. analysis, widgets
+and diagrams read the model only; `checks` reads the model and the reference solutions it checks
+(in analysis, scrambling, presets, mae, and the loop and distillation in `training`);
+`classroom` reads the checks and `environment`.
 
 Shape legend, used in every docstring and comment::
 
@@ -79,3 +81,7 @@ def __getattr__(name: str):
 
         return getattr(vit, name)
     raise AttributeError(f"module 'vitcourse' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_MOVED))  # tab completion shows ViTConfig, VisionTransformer

@@ -1,5 +1,6 @@
 """An old door: the module is `vitcourse.data.datasets`. This file stands for it, so that
-`from vitcourse.datasets import DATASETS` (notebook 00) and learners' own code keep working."""
+`from vitcourse.datasets import scrambled_twin` (notebook 09) and learners' own code keep working.
+"""
 
 import sys
 

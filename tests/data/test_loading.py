@@ -1,6 +1,6 @@
 """vitcourse.data.loading: Fashion-MNIST offline through `load_dataset`, the loaders, the other
 datasets' code paths on small files in torchvision's on-disk format written here, and every name
-that moved out of the module still found in it. (The files themselves are
+that moved out of it still found in `vitcourse.data`. (The files themselves are
 tests/data/test_files.py's, the table tests/data/test_datasets.py's, the in-memory batches
 tests/data/test_batching.py's.)"""
 

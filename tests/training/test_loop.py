@@ -2,6 +2,7 @@
 
 import copy
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -130,6 +131,10 @@ def test_the_loops_counters_and_hooks_say_what_they_are():
     assert trainer.finished() and trainer.finished_everywhere()
     assert trainer.steps_done == trainer.step == trainer.steps_per_epoch
     assert trainer.epoch_batches_done == 0  # the epoch ended: none of the next one yet
+    trainer.config = replace(trainer.config, grad_clip=0.5)
+    assert trainer.step_options["grad_clip"] == 0.5  # read at every step, not kept from the start
+    trainer.step = 3  # the old name sets the counter too
+    assert trainer.steps_done == 3
     with pytest.raises(TypeError, match="named `loss_fn"):
 
         class OldHook(Trainer):  # noqa: F841

@@ -1,8 +1,10 @@
 """Exercise checks: compare a learner's code with the reference and explain what went wrong.
 
 Used by the exercises in notebooks 01-09. The package mirrors the modules it checks:
-`checks.patching` checks `vitcourse.patching`, `checks.attention` checks `vitcourse.attention`,
-and so on; the reference solutions live in their concept's module. Four rooms serve them all::
+`checks.patching` checks `vitcourse.patching`, `checks.attention` checks `vitcourse.attention`, and
+so on (`checks.training` checks the loop, `vitcourse.training.loop`, and `checks.distillation`
+checks `vitcourse.training.distillation`); the reference solutions live in their concept's module.
+Four rooms serve them all::
 
     harness    run the learner's code on seeded inputs, compare with the reference, and fail
                with the hint that names the likely mistake (`compare`, `CheckFailed`)

@@ -12,7 +12,7 @@ from torch import nn
 from vitcourse.checks.harness import Mistakes, compare, fail, randomized, seeded
 from vitcourse.checks.hints import Hint
 from vitcourse.checks.registry import exercise
-from vitcourse.training import loop as training
+from vitcourse.training import loop
 
 
 def _tiny_model() -> nn.Module:
@@ -94,7 +94,7 @@ def _step_mistakes(state, batches) -> Mistakes:
     return mistakes
 
 
-@exercise("train_step", "06_training", training.train_step)
+@exercise("train_step", "06_training", loop.train_step)
 class check_train_step:
     """Check `fn(model, optimizer, images, labels, label_smoothing, grad_clip) -> loss`: one
     optimisation step, as `vitcourse.training.loop.train_step` takes it. The loss may come back as a
@@ -123,7 +123,7 @@ class check_train_step:
     @staticmethod
     def judge(got, state, batches) -> None:
         losses, weights = got
-        expected_losses, expected = _run_steps(training.train_step, state, batches)
+        expected_losses, expected = _run_steps(loop.train_step, state, batches)
         if not all(
             isinstance(loss, float | int) or (isinstance(loss, torch.Tensor) and loss.numel() == 1)
             for loss in losses

@@ -1,16 +1,16 @@
 """Run one kept answer on a check's inputs: the second of the grader's two steps.
 
-    python -m vitcourse.grade_probe EXERCISE MODULE IN OUT
+    python -m vitcourse.classroom.grade_probe EXERCISE MODULE IN OUT
 
-`vitcourse.classroom.grade` starts this in a sandbox whose `vitcourse` package is a copy without the
-course's solution to EXERCISE (`vitcourse.classroom.grade.package_without`): there, an answer that
-calls, wraps or subclasses that solution meets `UsesCourseSolution`, however it reached it. IN holds
-`answer.pkl` (what the student's notebook defined, kept by `vitcourse.classroom.grade_worker`) and
-`inputs.pt` (the check's inputs, drawn by the grader with a seed the student cannot know). It writes
-to OUT either `answer.json` and `answer.safetensors`, what the answer returned as plain data
-(`vitcourse.checks.answers`), or `outcome.json`: why there is nothing to judge. The verdict is the
-grader's, in its own process. MODULE is the exercise's check module (`vitcourse.checks.patching`):
-only that one is imported (see `import_check`).
+`vitcourse.classroom.grading` starts this in a sandbox whose `vitcourse` package is a copy without
+the course's solution to EXERCISE (`vitcourse.classroom.grade_solutions.package_without`): there, an
+answer that calls, wraps or subclasses that solution meets `UsesCourseSolution`, however it reached
+it. IN holds `answer.pkl` (what the student's notebook defined, kept by
+`vitcourse.classroom.grade_worker`) and `inputs.pt` (the check's inputs, drawn by the grader with a
+seed the student cannot know). It writes to OUT either `answer.json` and `answer.safetensors`, what
+the answer returned as plain data (`vitcourse.checks.answers`), or `outcome.json`: why there is
+nothing to judge. The verdict is the grader's, in its own process. MODULE is the exercise's check
+module (`vitcourse.checks.patching`): only that one is imported (see `import_check`).
 """
 
 from __future__ import annotations

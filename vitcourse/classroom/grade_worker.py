@@ -1,8 +1,8 @@
 """Run one submitted notebook and keep what its cells define: the first of the grader's two steps.
 
-    python -m vitcourse.grade_worker NOTEBOOK OUT LIMITS EXERCISES
+    python -m vitcourse.classroom.grade_worker NOTEBOOK OUT LIMITS EXERCISES
 
-`vitcourse.classroom.grade` starts this in a sandbox (`vitcourse.classroom.sandbox`), one per
+`vitcourse.classroom.grading` starts this in a sandbox (`vitcourse.classroom.sandbox`), one per
 notebook, with NOTEBOOK a copy of the submission and OUT the only folder it may write. It runs every
 code cell in order in a fresh kernel, each within its time limit, until the notebook's. After each
 cell that defines an exercise (`def patchify`, `class ...`, or `patchify = ...` other than a check

@@ -1,15 +1,15 @@
 """Run a student's code where it can harm nothing: a bubblewrap sandbox with limits.
 
-`vitcourse.classroom.grade` runs each submitted notebook, and then each exercise's answer, through
-`run`:
+`vitcourse.classroom.grading` runs each submitted notebook, and then each exercise's answer,
+through `run`:
 
 - **The sandbox** (Linux, Debian's `bubblewrap`): namespaces of its own (no network, its own
   process ids), no capabilities, a cleared environment, its own session, and killed with the grader
   (`--die-with-parent`). It sees, read-only, only the Python interpreter, the virtual environment,
-  the `vitcourse` package (or a copy of it, see `vitcourse.classroom.grade`), the course's `data/`
-  when asked, the files it is given, and a made-up `/etc/passwd`; it writes only to a private,
-  size-limited `/tmp` (its HOME too) and to the one folder it is given, which the grader reads
-  afterwards. Never the teacher's home, the solutions, or the other submissions.
+  the `vitcourse` package (or a copy of it, see `vitcourse.classroom.grade_solutions`), the course's
+  `data/` when asked, the files it is given, and a made-up `/etc/passwd`; it writes only to a
+  private, size-limited `/tmp` (its HOME too) and to the one folder it is given, which the grader
+  reads afterwards. Never the teacher's home, the solutions, or the other submissions.
 - **Limits**, for all its processes together, watched from outside every 0.2 s: wall time, memory
   (resident, summed over its processes, plus what its /tmp and /dev/shm hold: see
   `vitcourse.classroom.sandbox_memory`), number of processes, and its output folder's size and

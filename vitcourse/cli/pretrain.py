@@ -9,7 +9,7 @@ autoencoder and the training state, after every epoch and on Ctrl-C), OUT/metric
 reconstruction losses), OUT/reconstructions.png (original, what the encoder saw, reconstruction)
 and OUT/model.pt: the encoder alone, a plain ViT for `vitcourse.checkpoints.load_model` and for
 `python -m vitcourse.train --init`. The encoder is the dataset's pure ViT (`vit_preset` in
-`vitcourse.data.loading`) unless --preset says otherwise. The labels are never read. Quick mode
+`vitcourse.data.datasets`) unless --preset says otherwise. The labels are never read. Quick mode
 (VITCOURSE_QUICK=1) shrinks the data and the default length to one epoch.
 
 The run is settled once, before it starts: `plan` makes a frozen `PretrainRun` from the arguments

@@ -1,4 +1,4 @@
-"""The run folder, written the same way by `python -m vitcourse.train` and `vitcourse.cli.pretrain`.
+"""The run folder, written the same way by `python -m vitcourse.train` and `.pretrain`.
 
     OUT/run.json        the run's settings (the data, the batch, the model kind): --resume reuses them
     OUT/checkpoint.pt   the model and the training state, after every epoch and on Ctrl-C

@@ -26,7 +26,7 @@ trained model in PATH (the course's CNN, say): `vitcourse.training.distillation`
 On a GPU it computes in bfloat16 or float16 (--precision) and keeps the data on the GPU; --compile
 asks torch.compile for a faster model. On several GPUs (or CPU processes), start it with torchrun:
 
-    torchrun --nproc_per_node=4 -m vitcourse.cli.train --minutes 10 --out runs/four
+    torchrun --nproc_per_node=4 -m vitcourse.train --minutes 10 --out runs/four
 
 Each process trains a copy of the model (DistributedDataParallel) on its share of every batch.
 By default each process takes 128 images a step on a CPU, 512 on a GPU, with the learning rate

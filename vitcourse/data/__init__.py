@@ -34,3 +34,7 @@ def __getattr__(name: str):
 
         return getattr(importlib.import_module(f"vitcourse.{_MOVED[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_MOVED))  # tab completion and dir() show the forwarded names

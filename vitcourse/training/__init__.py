@@ -21,11 +21,13 @@ _MOVED = {
     for name in ("History", "TrainConfig", "Trainer", "learning_rate", "make_optimizer",
                  "seed_everything", "train_step")
 } | {
-    "Callback": "training.callbacks", "CheckpointCallback": "training.callbacks", "ProgressCallback": "training.callbacks",
-    "StopTraining": "training.callbacks", "Timeline": "training.callbacks",
+    name: "training.callbacks"
+    for name in ("Callback", "CheckpointCallback", "ProgressCallback", "StopTraining", "Timeline")
+} | {
     "evaluate": "training.evaluation", "accuracy": "training.evaluation",
-    "PRECISIONS": "training.scaling", "autocast_dtype": "training.scaling", "distributed": "training.scaling",
-    "init_distributed": "training.scaling", "to_device": "training.scaling",
+} | {
+    name: "training.scaling"
+    for name in ("PRECISIONS", "autocast_dtype", "distributed", "init_distributed", "to_device")
 }  # fmt: skip
 
 
@@ -35,3 +37,7 @@ def __getattr__(name: str):
 
         return getattr(importlib.import_module(f"vitcourse.{_MOVED[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_MOVED))  # tab completion and dir() show the forwarded names

@@ -202,16 +202,6 @@ class Trainer:
         self.interrupted = False  # Ctrl-C (or the notebook's Stop button) ended the last fit
         self.stopped: str | None = None  # why a callback ended the last fit (`StopTraining`)
         self.steps_per_epoch = len(loaders.train)
-        # What `train_step` gets besides the batch: the recipe's smoothing and clipping, the loss
-        # of a trainer for another task (`loss_fn`), and on a GPU mixed precision (`scaling`).
-        self.step_options = dict(
-            label_smoothing=config.label_smoothing,
-            grad_clip=config.grad_clip,
-            loss_fn=self.loss_fn,
-            amp_dtype=self.amp_dtype,
-            scaler=self.scaler,
-            return_logits=True,  # to count each batch's right answers
-        )
 
     def fit(self) -> History:
         """Train until the epochs or the time budget are used up, Ctrl-C, or a callback's
@@ -333,9 +323,26 @@ class Trainer:
         }
 
     @property
+    def step_options(self) -> dict:
+        """What `train_step` gets besides the batch: the recipe's smoothing and clipping, the loss
+        of a trainer for another task (`loss_fn`), and on a GPU mixed precision (`scaling`)."""
+        return dict(
+            label_smoothing=self.config.label_smoothing,
+            grad_clip=self.config.grad_clip,
+            loss_fn=self.loss_fn,
+            amp_dtype=self.amp_dtype,
+            scaler=self.scaler,
+            return_logits=True,  # to count each batch's right answers
+        )
+
+    @property
     def step(self) -> int:
         """`steps_done`, by its old name (for notebooks and scripts that still use it)."""
         return self.steps_done
+
+    @step.setter
+    def step(self, steps: int) -> None:
+        self.steps_done = steps
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -363,7 +370,7 @@ class Trainer:
         for callback in self.callbacks:
             getattr(callback, hook)(self, *args)
 
-    # --- checkpoints (`vitcourse.training.resuming`) -------------------------------------------------
+    # --- checkpoints (`vitcourse.training.resuming`) -----------------------------------------
 
     def state_dict(self) -> dict:
         """Everything needed to continue: model, optimizer, schedule, history, configs, RNGs."""

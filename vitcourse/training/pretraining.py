@@ -12,7 +12,7 @@ pixel cost about 0.5% accuracy). Afterwards the decoder is thrown away and the e
     plot_reconstructions the images, what the encoder saw, and what the decoder painted back
 
 The model itself (`random_masking`, `masked_patch_loss`, `MaskedAutoencoder`) is in `vitcourse.mae`;
-`from vitcourse.training.pretraining import MaskedAutoencoder` still finds it there.
+`from vitcourse.pretraining import MaskedAutoencoder` (notebook 09) still finds it there.
 
 Shapes: B images, N patches of P*P*C numbers each, V = N - hidden visible patches, D the
 encoder's width, d the decoder's.

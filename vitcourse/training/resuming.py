@@ -71,7 +71,10 @@ def training_state(trainer) -> dict:
             "step_losses": trainer.history.step_losses,
             "step_accuracies": trainer.history.step_accuracies,
         },
-        "rng": {"torch": torch.get_rng_state(), "loader": trainer.replay.state(trainer.epoch_batches_done > 0)},
+        "rng": {
+            "torch": torch.get_rng_state(),
+            "loader": trainer.replay.state(trainer.epoch_batches_done > 0),
+        },
         # float16's gradient scale, learned over the steps (None without one)
         "scaler": trainer.scaler.state_dict() if trainer.scaler is not None else None,
     }
@@ -117,6 +120,8 @@ def restore_training(trainer, path: str | Path) -> dict:
         trainer.scaler.load_state_dict(state["scaler"])
     torch.set_rng_state(state["rng"]["torch"])
     if trainer.rank:  # the checkpoint holds the first process's random state: draw afresh
-        torch.manual_seed(trainer.config.seed + trainer.rank + trainer.world_size * trainer.steps_done)
+        torch.manual_seed(
+            trainer.config.seed + trainer.rank + trainer.world_size * trainer.steps_done
+        )
     trainer.replay.restore(state["rng"]["loader"])
     return state["history"]
