@@ -360,5 +360,6 @@ TESTED_WITH = {
         "grading": "test_grade_worker.py", "grade_probe": "test_grade_worker.py",
         "grade_solutions": "test_grade_worker.py", "gradebook": "test_grade.py",
         "sandbox_memory": "test_sandbox.py", "sandbox_user": "test_sandbox.py",
+        "sandbox_bubblewrap": "test_sandbox.py", "platforms": "test_autograder.py",
     },
 }  # fmt: skip

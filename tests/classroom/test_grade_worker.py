@@ -299,7 +299,7 @@ def test_without_the_sandbox_the_same_verdicts(tmp_path):
     wrapped = "from vitcourse import patching\nunpatchify = patching.unpatchify\n"
     data = _notebook(RIGHT_PATCHIFY, wrapped)
     graded = grading.grade_notebook(
-        "ada", "01_patches", data, tmp_path, Limits(), use_sandbox=False, work=tmp_path
+        "ada", "01_patches", data, tmp_path, Limits(), isolation=False, work=tmp_path
     )
     assert [(g.status, g.hint[:24]) for g in graded] == [
         ("passed", ""),

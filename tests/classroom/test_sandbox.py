@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import need_sandbox
-from vitcourse.classroom import sandbox, sandbox_user
+from vitcourse.classroom import sandbox, sandbox_bubblewrap, sandbox_user
 from vitcourse.classroom.sandbox_memory import SHM_MB, memfd_filter
 
 
@@ -68,7 +68,7 @@ def test_files_and_the_error_stream_are_counted(tmp_path):
 
 def test_tmp_is_mounted_before_the_binds(tmp_path):
     """A course or an environment under /tmp stays visible: the private /tmp comes first."""
-    args = sandbox._bwrap(["python"], sandbox.Box(seconds=1), tmp_path, tmp_path, tmp_path, {})
+    args = sandbox_bubblewrap.command_line(["python"], sandbox.Box(seconds=1), tmp_path, tmp_path, tmp_path, {})
     tmpfs = args.index("/tmp", args.index("--tmpfs"))
     binds = [i for i, a in enumerate(args) if a in ("--ro-bind", "--bind", "--symlink")]
     assert tmpfs < min(binds)
@@ -182,7 +182,7 @@ def test_root_is_told_what_its_sandbox_user_cannot_read(tmp_path, monkeypatch):
 def test_roots_sandbox_becomes_its_user_before_the_students_code():
     """The command bubblewrap starts, run by root, is setpriv to a fresh user: no groups, no
     capabilities, no way back; bubblewrap keeps only the three capabilities setpriv needs."""
-    args = sandbox._bwrap(["python"], sandbox.Box(seconds=1), Path("/a"), Path("/b"), Path("/c"),
+    args = sandbox_bubblewrap.command_line(["python"], sandbox.Box(seconds=1), Path("/a"), Path("/b"), Path("/c"),
                           {}, None, 2_000_000_123)  # fmt: skip
     command = args[args.index("--") + 1 :]
     assert Path(command[0]).name == "setpriv"
@@ -192,7 +192,7 @@ def test_roots_sandbox_becomes_its_user_before_the_students_code():
     assert "--unshare-all" not in args and "--unshare-user" not in args
     added = [args[i + 1] for i, a in enumerate(args) if a == "--cap-add"]
     assert added == ["CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP"]
-    teacher = sandbox._bwrap(["python"], sandbox.Box(seconds=1), Path("/a"), Path("/b"),
+    teacher = sandbox_bubblewrap.command_line(["python"], sandbox.Box(seconds=1), Path("/a"), Path("/b"),
                              Path("/c"), {})  # fmt: skip
     assert "--unshare-all" in teacher and "--cap-add" not in teacher
     assert teacher[teacher.index("--") + 1 :] == ["python"]
@@ -206,3 +206,82 @@ def test_the_hosts_own_folders_are_never_counted():
     from vitcourse.classroom.sandbox_memory import tmpfs_bytes
 
     assert tmpfs_bytes([0, os.getpid()]) == 0
+
+
+# --- a user of its own, without bubblewrap (the platforms' containers) ----------------------------
+
+
+def _need_own_user() -> None:
+    """Root, as on the platforms: the folders above the interpreter are made passable (o+x) as
+    the autograder makes them there, then `OWN_USER` must work (under CI, its absence fails)."""
+    if os.geteuid() != 0:
+        pytest.skip("a user of its own needs the grader run as root, as on the platforms")
+    from vitcourse.environment import default_root
+
+    sandbox_user.open_way([Path(sys.executable), Path(sys.prefix), Path(os.__file__),
+                           default_root()])  # fmt: skip
+    sandbox.own_user.cache_clear()
+    assert sandbox.own_user() is None
+
+
+@pytest.mark.slow
+def test_a_user_of_its_own_reads_no_private_file_and_leaves_nothing(tmp_path):
+    _need_own_user()
+    secret = tmp_path / "secret"
+    secret.write_text("grader only")
+    secret.chmod(0o600)
+    marker = "own-user-daemon-5b1c"
+    code = (
+        "import os, sys, subprocess, time\n"
+        "said = [str(os.getuid()), os.environ['HOME'], str(len(os.environ))]\n"
+        f"for path in ({str(secret)!r}, {str(tmp_path)!r}):\n"
+        "    try:\n"
+        "        open(path).read() if os.path.isfile(path) else os.listdir(path); said.append('read')\n"
+        "    except OSError as e:\n"
+        "        said.append(type(e).__name__)\n"
+        "open('/dev/shm/left-behind', 'wb').write(b'x' * 1000)\n"
+        f"subprocess.Popen([sys.executable, '-c', 'import time  # {marker}\\ntime.sleep(60)'],\n"
+        "                 start_new_session=True)\n"
+        "open(sys.argv[1] + '/said', 'w').write(' | '.join(said))\n"
+    )
+    given, out = tmp_path / "in", tmp_path / "out"
+    given.mkdir()
+    box = sandbox.Box(seconds=60, memory_gb=1.0)
+    done = sandbox.run([sys.executable, "-c", code, str(sandbox.INSIDE / "out")], given, out, box,
+                       sandbox.OWN_USER)  # fmt: skip
+    assert done.returncode == 0 and done.broke is None, done.stderr[-2000:]
+    uid, home, variables, *refused = (out / "said").read_text().split(" | ")
+    assert int(uid) in sandbox_user.SANDBOX_UIDS and home.endswith("/home")
+    assert refused == ["PermissionError", "PermissionError"]  # the file, the grader's folder
+    assert int(variables) < 15  # none of the grader's environment
+    assert not Path("/dev/shm/left-behind").exists()
+    assert not [p for p in Path("/proc").iterdir() if p.name.isdigit()
+                and marker in _cmdline(p)]  # fmt: skip
+    assert not sandbox_user.pids_of(int(uid))
+
+
+def _cmdline(process: Path) -> str:
+    try:
+        return (process / "cmdline").read_text()
+    except OSError:
+        return ""
+
+
+@pytest.mark.slow
+def test_a_user_of_its_own_is_held_to_the_limits(tmp_path):
+    """Memory in /dev/shm, processes that left the command's tree, and its home, all counted."""
+    _need_own_user()
+    shm = "import time\nfor i in range(8):\n    open(f'/dev/shm/hog{i}', 'wb').write(b'x' * 200 * 2**20)\ntime.sleep(30)\n"
+    escaped = ("import os, subprocess, sys, time\nfor _ in range(12):\n"
+               "    subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'], start_new_session=True)\n"
+               "time.sleep(30)\n")  # fmt: skip
+    home = ("import os, time\nfor i in range(4):\n"
+            "    open(os.path.expanduser(f'~/big{i}'), 'wb').write(b'x' * 20 * 2**20)\ntime.sleep(30)\n")
+    for code, box, broke in ((shm, {}, "memory"), (escaped, {"processes": 6}, "processes"),
+                             (home, {"output_mb": 50}, "output")):  # fmt: skip
+        given, out = tmp_path / broke / "in", tmp_path / broke / "out"
+        given.mkdir(parents=True)
+        limits = sandbox.Box(**{"seconds": 60, "memory_gb": 1.0, **box})
+        done = sandbox.run([sys.executable, "-c", code], given, out, limits, sandbox.OWN_USER)
+        assert done.broke == broke, (broke, done)
+    assert not list(Path("/dev/shm").glob("hog*"))

@@ -7,9 +7,12 @@
     grade_probe      step two, in a sandbox: run one kept answer on a check's inputs
     grade_solutions  the package the probe sees: the course's solutions left out
     gradebook        the journal written as grading goes, grades.csv, gradebook.csv, reports
-    sandbox          bubblewrap and its limits: time, memory, processes, files, no network
+    autograder       the grader as a Gradescope autograder and a PrairieLearn external grader
+    platforms        one graded submission as each platform's results.json
+    sandbox          each step run apart, with limits: time, memory, processes, files
+    sandbox_bubblewrap  what bubblewrap's sandbox sees: no network, none of your files
     sandbox_memory   shared memory held to the memory limit where no cgroup counts it
-    sandbox_user     who a sandbox runs as: never root
+    sandbox_user     who a sandbox runs as: never root; without bubblewrap, a user of its own
 
 Nothing here is imported by a notebook; `docs/teachers.md` is the teacher's guide.
 """

@@ -81,7 +81,7 @@ def find_submissions(root: Path) -> tuple[dict[str, dict[str, Path]], list[str]]
         if why:
             skipped.append(f"{entry.name}: {why} (expected SUBMISSIONS/<student>/)")
             continue
-        copies = _notebooks_in(entry, root, skipped)
+        copies = notebooks_in(entry, root, skipped)
         student = gradebook.student_name(entry.name)
         students[student] = {}
         for notebook, paths in sorted(copies.items()):
@@ -96,7 +96,7 @@ def find_submissions(root: Path) -> tuple[dict[str, dict[str, Path]], list[str]]
     return students, skipped
 
 
-def _notebooks_in(folder: Path, root: Path, skipped: list[str]) -> dict[str, list[Path]]:
+def notebooks_in(folder: Path, root: Path, skipped: list[str]) -> dict[str, list[Path]]:
     """{notebook: [its copies]} in one student's folder, walked without recursion, links not
     entered, at most MAX_DEPTH folders deep and MAX_ENTRIES entries; what is not graded is added
     to `skipped`, with why."""

@@ -22,7 +22,7 @@ import threading
 import types
 from pathlib import Path
 
-from vitcourse.classroom import sandbox
+from vitcourse.classroom.sandbox_bubblewrap import package_dir
 
 WITHOUT_FILE = "_without.json"  # in a stubbed copy: the exercises whose solutions it lacks
 MIN_CODE_BYTES = 24  # shorter bytecode (`return x`) could be anyone's
@@ -44,7 +44,7 @@ def package_without(names: str | tuple[str, ...] | list[str], folder: Path) -> P
             return _copies[names, folder]
         copy = folder / f"without-{'-'.join(names)}" / "vitcourse"
         shutil.copytree(
-            sandbox.package_dir(),
+            package_dir(),
             copy,
             ignore=shutil.ignore_patterns("__pycache__"),
             dirs_exist_ok=True,

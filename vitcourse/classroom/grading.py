@@ -35,6 +35,7 @@ from vitcourse.classroom import gradebook, sandbox
 from vitcourse.classroom.grade_solutions import carries_solution, package_without
 from vitcourse.classroom.gradebook import Grade
 from vitcourse.classroom.sandbox import STARTUP_SECONDS, Limits
+from vitcourse.classroom.sandbox_bubblewrap import INSIDE
 
 KERNEL_SECONDS = 60  # allowance for starting and stopping a kernel
 GRADER_FAULT = (
@@ -103,21 +104,23 @@ def grade_notebook(
     out: Path,
     limits: Limits = Limits(),  # noqa: B008 - frozen
     quick: bool = True,
-    use_sandbox: bool = True,
+    isolation: bool | str = True,
     work: Path | None = None,
 ) -> list[Grade]:
-    """Grade one submitted notebook (its bytes); never raises for the student's faults. `work`:
-    the class's private folder (the stubbed packages are made there once); default, a new one."""
+    """Grade one submitted notebook (its bytes); never raises for the student's faults.
+    `isolation`: how its code is kept apart (`vitcourse.classroom.sandbox.run`'s `sandbox`: True,
+    bubblewrap's sandbox). `work`: the class's private folder, in the system's temporary folder
+    (the stubbed packages are made there once); default, a new one."""
     own = work is None
     work = Path(tempfile.mkdtemp(prefix="vitcourse-class-")) if own else work
     tmp = Path(tempfile.mkdtemp(prefix="grade-", dir=work))
     try:
-        return _grade_in(student, notebook, data, out, limits, quick, use_sandbox, tmp)
+        return _grade_in(student, notebook, data, out, limits, quick, isolation, tmp)
     finally:  # whatever the sandbox left there, however deep or locked
         sandbox.remove_tree(work if own else tmp)
 
 
-def _grade_in(student, notebook, data, out, limits, quick, use_sandbox, tmp: Path) -> list[Grade]:
+def _grade_in(student, notebook, data, out, limits, quick, isolation, tmp: Path) -> list[Grade]:
     names = exercises_by_notebook()[notebook]
     given, ran = tmp / "given", tmp / "ran"
     given.mkdir()
@@ -128,11 +131,15 @@ def _grade_in(student, notebook, data, out, limits, quick, use_sandbox, tmp: Pat
         package=package_without(names, tmp.parent),  # nothing of the solutions to pickle
     )  # fmt: skip
     env = {"VITCOURSE_QUICK": "1" if quick else "0"}
-    env["VITCOURSE_PROGRESS"] = "/tmp/home/progress.json" if use_sandbox else str(given / "p")
-    inside = sandbox.INSIDE
+    how = sandbox.mode(isolation)  # the checks' record: in the home it has, else beside the copy
+    if how != sandbox.OWN_USER:
+        env["VITCOURSE_PROGRESS"] = (
+            "/tmp/home/progress.json" if how == sandbox.BUBBLEWRAP else str(given / "p")
+        )
+    inside = INSIDE
     command = [sys.executable, "-m", "vitcourse.classroom.grade_worker", f"{inside}/in/{notebook}.ipynb",
                f"{inside}/out", json.dumps(asdict(limits)), json.dumps(names)]  # fmt: skip
-    done = sandbox.run(command, given, ran, box, use_sandbox, env)
+    done = sandbox.run(command, given, ran, box, isolation, env)
     executed = _read_output(ran / "executed.ipynb", int(limits.output_mb * 2**20))
     if executed is not None:
         target = out / "executed" / gradebook.file_name(student) / f"{notebook}.ipynb"
@@ -146,7 +153,7 @@ def _grade_in(student, notebook, data, out, limits, quick, use_sandbox, tmp: Pat
     if "unreadable" in run:
         return [Grade(student, notebook, n, "error", str(run["unreadable"])[:300]) for n in names]
     return [
-        Grade(student, notebook, name, *judge(name, run, ran / "defs", tmp, limits, use_sandbox))
+        Grade(student, notebook, name, *judge(name, run, ran / "defs", tmp, limits, isolation))
         for name in names
     ]
 
@@ -165,7 +172,7 @@ def _broken(done: sandbox.Ran, limits: Limits) -> str:
 
 
 def judge(
-    name: str, run: dict, defs: Path, work: Path, limits: Limits, use_sandbox: bool
+    name: str, run: dict, defs: Path, work: Path, limits: Limits, isolation: bool | str
 ) -> tuple[str, str, str]:
     """(status, hint, mistake) of one exercise, from how its cell ran and what its answer gives."""
     definitions = run.get("definitions") or {}
@@ -196,11 +203,11 @@ def judge(
         return "error", f"its cell ran but did not define {name}", ""
     if carries_solution(answer, [name]):
         return "not attempted", f"{name} carries the course's own solution's code, not yours", ""
-    return probe(name, answer, work, limits, use_sandbox)
+    return probe(name, answer, work, limits, isolation)
 
 
 def probe(
-    name: str, answer: bytes, work: Path, limits: Limits, use_sandbox: bool = True
+    name: str, answer: bytes, work: Path, limits: Limits, isolation: bool | str = True
 ) -> tuple[str, str, str]:
     """Run a kept answer on fresh inputs in a sandbox without the solution; judge it here."""
     exercise = exercises()[name]
@@ -215,8 +222,8 @@ def probe(
         package=package_without(name, work.parent),
     )  # fmt: skip
     command = [sys.executable, "-m", "vitcourse.classroom.grade_probe", name, exercise.run.__module__,
-               f"{sandbox.INSIDE}/in", f"{sandbox.INSIDE}/out"]  # fmt: skip
-    done = sandbox.run(command, given, ran, box, use_sandbox)
+               f"{INSIDE}/in", f"{INSIDE}/out"]  # fmt: skip
+    done = sandbox.run(command, given, ran, box, isolation)
     if done.broke == "time":
         why = f"running {name} on the check's inputs took more than {limits.check:.0f} s"
         return "timeout", why + ": an endless loop?", ""

@@ -18,7 +18,13 @@ through `run`:
   size, no core files, and a number of processes and threads (`TASK_ROOM`).
 - **Never root**: run as root, the grader starts each sandbox's command as a user of its own
   (see `vitcourse.classroom.sandbox_user`); run by a teacher, as that teacher in a user namespace.
-- **Without bubblewrap** (`sandbox=False`, the grader's `--no-sandbox`), the same command runs as
+- **Without bubblewrap, as root** (`OWN_USER`: a container that forbids user namespaces, as on
+  Gradescope and PrairieLearn), the same command runs as a user of its own with the same limits,
+  counted over every process of that user, and a private home; it can read only what any user
+  may, write only its output folder, its home and the shared temporary folders (their files
+  count towards its memory and are removed after), and what it leaves running is killed. The
+  network is not cut off (`vitcourse.classroom.sandbox_user`).
+- **Without either** (`sandbox=False`, the grader's `--no-sandbox`), the same command runs as
   the teacher with the same limits and nothing else: see `EXPOSED`.
 """
 
@@ -36,17 +42,20 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import vitcourse
+from vitcourse.classroom import sandbox_bubblewrap as bubblewrap_sandbox
 from vitcourse.classroom import sandbox_user as users
-from vitcourse.classroom.sandbox_memory import SHM_MB, memfd_filter, resident_bytes, tmpfs_bytes
+from vitcourse.classroom.sandbox_bubblewrap import INSIDE
+from vitcourse.classroom.sandbox_memory import resident_bytes, tmpfs_bytes
 
 EXPOSED = (
     "without a sandbox the students' code runs as you: it can read and change your files (your "
     "home, the solutions, the other submissions, the installed vitcourse package), use the "
     "network, and leave processes behind; only the time, memory and output limits apply"
 )
+# How a command is isolated: `run`'s `sandbox` is one of these (True and False name the first and
+# the last).
+BUBBLEWRAP, OWN_USER, NO_SANDBOX = "bubblewrap", "own user", "none"
 POLL_SECONDS = 0.2
-INSIDE = Path("/grading")  # where a sandbox finds its files (`in/`) and its output folder (`out/`)
 # Address space a process may map beyond the memory limit: torch's libraries reserve gigabytes
 # they never use. The memory limit itself is on resident memory, summed over the processes.
 VIRTUAL_ROOM_GB = 8
@@ -104,32 +113,48 @@ def bubblewrap() -> str | None:
         return f"the sandbox needs Linux and bubblewrap; this is {sys.platform}"
     if shutil.which("bwrap") is None:
         return "bubblewrap is not installed (Debian/Ubuntu: sudo apt install bubblewrap)"
+    refused = users.why_not(_needed() + [bubblewrap_sandbox.package_dir()])
+    return refused or _try(BUBBLEWRAP, "bubblewrap cannot make a sandbox here")
+
+
+@functools.cache
+def own_user() -> str | None:
+    """Why `OWN_USER` cannot run here, or None when it can: the grader is root, setpriv is
+    there, the interpreter, the environment and the data may be used by any user (not the
+    installed package: a copy without the solutions is what a command imports), and a command
+    run so starts Python. Asked once per process."""
+    if not sys.platform.startswith("linux") or os.geteuid() != 0:
+        return "running students as a user of their own needs Linux and a grader run as root"
+    refused = users.why_not(_needed(), passable=True)
+    return refused or _try(OWN_USER, "a command run as a user of its own did not start")
+
+
+def _needed() -> list[Path]:
+    """What a sandbox's user must be able to read: the interpreter, its environment, the data."""
     from vitcourse.environment import default_root
 
     needed = [Path(os.__file__).resolve().parent, Path(sys.executable).resolve()]
-    needed += [Path(sys.prefix).resolve(), package_dir(), default_root().resolve()]
-    refused = users.why_not(needed)
-    if refused is not None:
-        return refused
+    return needed + [Path(sys.prefix).resolve(), default_root().resolve()]
+
+
+def _try(how: str, failed: str) -> str | None:
     with tempfile.TemporaryDirectory(prefix="vitcourse-sandbox-") as tmp:
         (Path(tmp) / "in").mkdir()
         tried = run([sys.executable, "-c", "pass"], Path(tmp) / "in", Path(tmp) / "out",
-                    Box(seconds=60, memory_gb=1))  # fmt: skip
+                    Box(seconds=60, memory_gb=1), how)  # fmt: skip
     if tried.returncode != 0 or tried.broke:
         last = (tried.stderr.strip().splitlines() or [tried.broke or "no message"])[-1]
-        return f"bubblewrap cannot make a sandbox here ({last})"
+        return f"{failed} ({last})"
     return None
 
 
-def _read_only_roots() -> list[Path]:
-    """The interpreter and the virtual environment: what `python -m vitcourse...` needs."""
-    roots = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve()}
-    roots |= {Path(p) for p in ("/usr", "/lib", "/lib64", "/bin", "/etc/ld.so.cache", "/etc/fonts")}
-    return sorted(p for p in roots if p.exists())
-
-
-def package_dir() -> Path:
-    return Path(vitcourse.__file__).resolve().parent
+def mode(sandbox: bool | str) -> str:
+    """`run`'s `sandbox` as a mode's name: True is `BUBBLEWRAP`, False `NO_SANDBOX`."""
+    named = {True: BUBBLEWRAP, False: NO_SANDBOX}.get(sandbox, sandbox)  # type: ignore[call-overload]
+    if named not in (BUBBLEWRAP, OWN_USER, NO_SANDBOX):
+        raise ValueError(f"sandbox: expected True, False, {BUBBLEWRAP!r}, {OWN_USER!r} or "
+                         f"{NO_SANDBOX!r}, got {sandbox!r}")  # fmt: skip
+    return named
 
 
 # Run `python -m MODULE ARGS` with the package at PATH found before any installed one (an editable
@@ -149,51 +174,6 @@ def with_package(command: list[str], package: Path) -> list[str]:
     python, flag, module, *args = command
     assert flag == "-m", command
     return [python, "-c", _PRELUDE, str(package.parent), module, *args]
-
-
-def _bwrap(command: list[str], box: Box, given: Path, out: Path, passwd: Path, env: dict,
-           seccomp: int | None = None, user: int | None = None) -> list[str]:  # fmt: skip
-    """bubblewrap's command line. `user`: the host user the command becomes (the grader is root,
-    see `vitcourse.classroom.sandbox_user`); None: the teacher, as uid 1000 of a user namespace."""
-    args = ["bwrap", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
-    if user is None:
-        args += ["--unshare-all", "--uid", "1000", "--gid", "1000"]
-    else:  # every namespace but the user's: its first command may change user, then drops all
-        args += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts"]
-        args += ["--unshare-cgroup-try", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
-        args += ["--cap-add", "CAP_SETPCAP"]  # to empty the bounding set
-        command = users.as_user(user, command)
-    args += ["--clearenv", "--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev"]
-    # /dev's own tmpfs may hold half the machine's memory, unaccounted: read-only, with a small
-    # /dev/shm of its own (its use, and /tmp's, count towards the memory limit: see `_watch`).
-    args += ["--perms", "1777", "--size", str(SHM_MB * 2**20), "--tmpfs", "/dev/shm"]
-    if seccomp is not None:  # memfd_create refused: pages never mapped escape any count
-        args += ["--seccomp", str(seccomp)]
-    # The private /tmp first, then the binds: a later tmpfs would hide a course or a virtual
-    # environment that lives under /tmp (every student would get "No module named vitcourse").
-    args += ["--perms", "1777", "--size", str(int(box.tmp_mb * 2**20)), "--tmpfs", "/tmp"]
-    args += ["--perms", "0777", "--dir", "/tmp/home", "--perms", "0777", "--dir", "/tmp/work"]
-    binds = [(str(root), str(root)) for root in _read_only_roots() if not root.is_symlink()]
-    binds += [(str(box.package or package_dir()), str(package_dir()))]
-    if box.data:
-        from vitcourse.environment import default_root
-
-        binds += [(str(default_root().resolve()), str(default_root().resolve()))]
-    binds += [(str(passwd), "/etc/passwd"), (str(given), str(INSIDE / "in"))]
-    # bubblewrap makes the folders above a bind private to itself: open them to all users.
-    for folder in sorted({str(p) for _, d in binds for p in Path(d).parents} - {"/", "/tmp"}):
-        args += ["--perms", "0755", "--dir", folder]
-    for root in _read_only_roots():
-        if root.is_symlink():
-            args += ["--symlink", os.readlink(root), str(root)]
-    for source, destination in binds:
-        args += ["--ro-bind", source, destination]
-    args += ["--bind", str(out), str(INSIDE / "out")]
-    env = dict(env, HOME="/tmp/home", PATH=f"{Path(sys.executable).parent}:/usr/bin:/bin")
-    env |= {"TMPDIR": "/tmp", "LANG": "C.UTF-8"}
-    for name, value in env.items():
-        args += ["--setenv", name, value]
-    return args + ["--chdir", "/tmp/work", "--", *command]
 
 
 def _outside(arg: str, given: Path, out: Path) -> str:
@@ -301,44 +281,41 @@ def run(
     given: Path,
     out: Path,
     box: Box,
-    sandbox: bool = True,
+    sandbox: bool | str = True,
     env: dict | None = None,
 ) -> Ran:
     """Run `command` (a `python -m ...` line) with `given` readable and `out` writable, under
-    `box`'s limits. In the sandbox they are `/grading/in` and `/grading/out`; without it the
-    command gets their real paths in place of those two (it should take them as arguments)."""
+    `box`'s limits, isolated as `sandbox` says (`mode`). In bubblewrap's sandbox they are
+    `/grading/in` and `/grading/out`; otherwise the command gets their real paths in place of
+    those two (it should take them as arguments)."""
+    how = mode(sandbox)
     out.mkdir(parents=True, exist_ok=True)
     out.chmod(0o777)  # the sandbox's user is not the folder's owner (its parent is private)
     env = dict(env or {}, MPLBACKEND="Agg", CUDA_VISIBLE_DEVICES="", PYTHONDONTWRITEBYTECODE="1")
+    if box.data:  # the grader's data folder, wherever `$VITCOURSE_DATA` put it
+        from vitcourse.environment import DATA_ENV, default_root
+
+        env[DATA_ENV] = str(default_root().resolve())
     # Beside `out`, in the grader's own work folder: nothing is left in /tmp if the grader dies.
     with tempfile.TemporaryDirectory(prefix="box-", dir=out.parent) as tmp:
         keep: tuple[int, ...] = ()
-        user = users.sandbox_user() if sandbox else None
-        if sandbox:
-            passwd = Path(tmp) / "passwd"
-            passwd.write_text(f"student:x:{user or 1000}:{user or 1000}::/tmp/home:/bin/false\n")
-            for path in (given, box.package, passwd) if user else ():  # for a user of no group
-                if path is not None:
-                    users.readable_by_all(path)
-            program = memfd_filter()
-            if program is not None:
-                (Path(tmp) / "seccomp").write_bytes(program)
-                keep = (os.open(Path(tmp) / "seccomp", os.O_RDONLY),)
-            seccomp = keep[0] if keep else None
-            full = _bwrap(command, box, given, out, passwd, env, seccomp, user)
-            # Its arguments (the host paths it binds) from a file, not its command line, and no
-            # environment of the teacher's: the sandbox's /proc/1 shows neither.
-            options = full[1 : full.index("--")]
-            (Path(tmp) / "args").write_bytes(b"".join(os.fsencode(a) + b"\0" for a in options))
-            keep += (os.open(Path(tmp) / "args", os.O_RDONLY),)
-            bwrap = shutil.which("bwrap") or "bwrap"
-            full = [bwrap, "--args", str(keep[-1]), *full[full.index("--") :]]
+        user = users.sandbox_user() if how != NO_SANDBOX else None
+        home = None
+        if how == BUBBLEWRAP:
+            full, keep = bubblewrap_sandbox.launch(command, given, out, box, env, Path(tmp), user)
             cwd, process_env = "/", {"PATH": "/usr/bin:/bin"}
         else:
             full = [_outside(a, given, out) for a in command]
-            cwd, process_env = tmp, dict(os.environ, **env)
             if box.package is not None:  # the copy found first: no protection, only the same code
                 full = with_package(full, box.package)
+            if how == OWN_USER:
+                if user is None:
+                    raise PermissionError(f"sandbox={OWN_USER!r} needs a grader run as root")
+                home = users.private_home(user, Path(tmp), [given, out, box.package])
+                full, cwd = users.as_user(user, full), str(home)
+                process_env = users.own_environment(home, env)
+            else:
+                cwd, process_env = tmp, dict(os.environ, **env)
         with open(Path(tmp) / "stderr", "w+b") as errors:  # a file: a pipe could fill and block
             try:
                 process = subprocess.Popen(
@@ -355,30 +332,46 @@ def run(
             finally:
                 for fd in keep:
                     os.close(fd)
-            broke = _watch(process, box, out, errors, sandbox)
+            try:
+                broke = _watch(process, box, out, errors, how, user, home)
+            finally:
+                if how == OWN_USER:  # whatever it left running or in the shared /tmp
+                    users.clear_up(user)
             errors.seek(max(0, errors.seek(0, os.SEEK_END) - 20_000))
             stderr = errors.read().decode(errors="replace")
     return Ran(process.returncode, stderr, broke)
 
 
 def _watch(
-    process: subprocess.Popen, box: Box, out: Path, errors, sandbox: bool = True
-) -> str | None:
+    process: subprocess.Popen, box: Box, out: Path, errors, how: str = BUBBLEWRAP,
+    user: int | None = None, home: Path | None = None,
+) -> str | None:  # fmt: skip
     """Poll the command until it ends; kill it all when it breaks a limit, and say which. The
     wall time counts from when it starts, plus `box.startup` until its first process writes
-    `out/started` (Python and torch imported), so a slow start is not the student's time."""
+    `out/started` (Python and torch imported), so a slow start is not the student's time. As a
+    user of its own, every process of that user counts (one that left its process group too),
+    and so do its files in the shared temporary folders (as memory) and its home (as output)."""
     start = time.monotonic()
     started = None
     while process.poll() is None:
         pids = _tree(process.pid)
+        shared = 0
+        if how == OWN_USER:
+            pids = sorted(set(pids) | set(users.pids_of(user)))
+            shared = users.shared_bytes(user)
         broke = None
         now = time.monotonic()
         if started is None and box.startup and os.path.lexists(out / "started"):
             started = now
         used, entries = folder_usage(out)
+        if home is not None:
+            home_used, home_entries = folder_usage(home)
+            used, entries = used + home_used, entries + home_entries
+        if how == BUBBLEWRAP:
+            shared = tmpfs_bytes(pids)
         if now > (started or start + box.startup) + box.seconds:
             broke = "time"
-        elif resident_bytes(pids) + (tmpfs_bytes(pids) if sandbox else 0) > box.memory_gb * 2**30:
+        elif resident_bytes(pids) + shared > box.memory_gb * 2**30:
             broke = "memory"
         elif len(pids) > box.processes:
             broke = "processes"

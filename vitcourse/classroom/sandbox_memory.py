@@ -2,7 +2,7 @@
 
 A process's resident memory (what `vitcourse.classroom.sandbox` sums over a sandbox's processes)
 leaves out files in memory-backed folders and memfd pages that were never mapped: a student could
-hold gigabytes there under any limit. So a sandbox gets (see `sandbox._bwrap`):
+hold gigabytes there under any limit. So a sandbox gets (see `sandbox_bubblewrap.command_line`):
 
 - a read-only `/dev` (bubblewrap's own is a writable tmpfs of half the machine's memory) with a
   small `/dev/shm` of `SHM_MB`, and what its `/tmp` and `/dev/shm` hold counted as its memory

@@ -11,6 +11,13 @@ run by a teacher without root starts its sandboxes as that teacher, in a user na
 That user needs what is bound to be readable by others: the grader's own copies are made so
 (`readable_by_all`), and the interpreter, the virtual environment, the package and the data are
 checked before a class is graded (`why_not`).
+
+Where bubblewrap cannot make a sandbox (a container that forbids user namespaces, as on the
+platforms where schools grade), the grader run as root still runs each command as such a user
+(`sandbox.OWN_USER`), with a private home (`private_home`, `own_environment`). Its processes are
+all the processes of that user (`pids_of`), its files in the folders every user may write
+(`SHARED_TMP`) count as its memory (`shared_bytes`), and `clear_up` kills what it left running and
+removes what it left there.
 """
 
 from __future__ import annotations
@@ -18,8 +25,11 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import signal
 import stat
 import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 # The users root's sandboxes run as: numbers no account has (above the ranges /etc/subuid hands out
@@ -34,6 +44,8 @@ TASK_ROOM = 64 + 4 * (os.cpu_count() or 2)
 SETPRIV_HOME = Path("/usr")
 # How many files and folders `why_not` looks at before it trusts the rest.
 WALK_LIMIT = 200_000
+# The folders any user may write to, outside a sandbox: what a user of its own leaves there is its.
+SHARED_TMP = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"))
 
 
 def sandbox_user() -> int | None:
@@ -55,12 +67,14 @@ def setpriv() -> Path | None:
     return Path(found).resolve()
 
 
-def why_not(needed: list[Path]) -> str | None:
+def why_not(needed: list[Path], passable: bool = False) -> str | None:
     """Why a grader run as root could not run its sandboxes as `sandbox_user`: no setpriv, or a
     file or folder under `needed` that others may not use (a folder they may not list and enter,
     a file they may not read, a program they may not run). None when it can, and always when
     the grader is not root. The folders are walked (up to `WALK_LIMIT` entries), so a private
-    file deep in the virtual environment is found here, not by every student's notebook."""
+    file deep in the virtual environment is found here, not by every student's notebook.
+    `passable`: also the folders above them, which others must be able to pass through (outside
+    bubblewrap, which makes them afresh: see `open_way`)."""
     if os.geteuid() != 0:
         return None
     if setpriv() is None:
@@ -69,12 +83,37 @@ def why_not(needed: list[Path]) -> str | None:
             "students as another user (Debian/Ubuntu: sudo apt install util-linux)"
         )
     private = _first_private(needed)
+    closed = [folder for folder in _above(needed) if not os.stat(folder).st_mode & 0o001]
+    if private is None and passable and closed:
+        private, fix = closed[0], f"chmod o+x {closed[0]}, or see sandbox_user.open_way"
+    else:
+        fix = f"chmod -R o+rX {private}, or grade as a user other than root"
     if private is not None:
         return (
             f"run as root, the grader runs students' code as a user of its own, who may not "
-            f"use {private} (chmod -R o+rX it, or grade as a user other than root)"
+            f"use {private} ({fix})"
         )
     return None
+
+
+def _above(paths: list[Path]) -> list[Path]:
+    """The folders above `paths` (their real paths), from the top."""
+    folders = {above for p in paths if p.exists() for above in p.resolve().parents}
+    return sorted(folders, key=lambda f: len(f.parts))
+
+
+def open_way(paths: list[Path]) -> list[Path]:
+    """Let any user pass through (not list) every folder above `paths`, so that a command run as
+    a user of its own outside bubblewrap reaches them (an interpreter under /root, say); return
+    the folders changed. For a grader's own machine or container (the platforms' scripts run it
+    in theirs); nothing below is made readable."""
+    changed = []
+    for folder in _above(paths):
+        mode = os.stat(folder).st_mode
+        if not mode & 0o001:
+            os.chmod(folder, stat.S_IMODE(mode) | 0o001)
+            changed.append(folder)
+    return changed
 
 
 def _first_private(roots: list[Path]) -> Path | None:
@@ -141,7 +180,19 @@ def tasks_of(uid: int, proc: Path = Path("/proc")) -> int:
     """Processes and threads whose real user is `uid`, from each process's `status` in `proc`
     (its `Uid:` line's first number and its `Threads:` line: the folder's owner is the effective
     user, or root for a process that may not be inspected)."""
-    tasks = 0
+    return sum(threads for _, threads in _processes_of(uid, proc))
+
+
+def pids_of(uid: int, proc: Path = Path("/proc")) -> list[int]:
+    """Every live process whose real user is `uid`: with a user of its own, every process the
+    command started, also one that left its process group and parent (not the zombies such a
+    process leaves where no one reaps them: they hold nothing, and nothing can kill them)."""
+    return [pid for pid, _ in _processes_of(uid, proc, zombies=False)]
+
+
+def _processes_of(uid: int, proc: Path, zombies: bool = True) -> list[tuple[int, int]]:
+    """[(pid, threads)] of the processes whose real user is `uid`."""
+    found = []
     for p in proc.iterdir():
         if not p.name.isdigit():
             continue
@@ -151,8 +202,85 @@ def tasks_of(uid: int, proc: Path = Path("/proc")) -> int:
                 for line in (p / "status").read_text().splitlines()
                 if ":" in line
             )
-            if int(fields["Uid"].split()[0]) == uid:
-                tasks += int(fields["Threads"])
+            if int(fields["Uid"].split()[0]) == uid and (zombies or "Z" not in fields["State"]):
+                found.append((int(p.name), int(fields["Threads"])))
         except (OSError, KeyError, ValueError, IndexError):
             pass
-    return tasks
+    return found
+
+
+# --- a user of its own, without bubblewrap ---------------------------------------------------------
+
+
+def private_home(user: int, folder: Path, paths: list[Path | None]) -> Path:
+    """A home folder only `user` may use, in `folder` (the grader's, private: `user` may pass
+    through it, not list it), and `paths` (the command's files, its output folder, its package)
+    made reachable: readable by all, and their folders passable up to the system's temporary
+    folder, where the grader makes its own."""
+    home = folder / "home"
+    home.mkdir()
+    os.chown(home, user, user)
+    home.chmod(0o700)
+    top = Path(tempfile.gettempdir()).resolve()
+    reached = [p for p in paths if p is not None]
+    for path in reached:
+        readable_by_all(path)
+    for path in [folder, *reached]:
+        for above in [path.resolve(), *path.resolve().parents]:
+            if above == top or not above.is_relative_to(top):
+                break
+            if above.is_dir():
+                above.chmod(above.stat().st_mode | 0o001)
+    return home
+
+
+def own_environment(home: Path, env: dict) -> dict:
+    """The environment of a command run as a user of its own: none of the grader's, a home and
+    temporary folder of its own, the interpreter's folder first on PATH, and `env`."""
+    base = {"HOME": str(home), "TMPDIR": str(home), "LANG": "C.UTF-8"}
+    return base | {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"} | env
+
+
+def _strays(uid: int) -> list[Path]:
+    """What `uid` made directly in the shared temporary folders."""
+    found = []
+    for folder in SHARED_TMP:
+        try:
+            with os.scandir(folder) as entries:
+                found += [
+                    Path(e.path) for e in entries if e.stat(follow_symlinks=False).st_uid == uid
+                ]
+        except OSError:
+            continue
+    return found
+
+
+def shared_bytes(uid: int, most: int = 10_000) -> int:
+    """Bytes `uid` holds in the shared temporary folders (`/dev/shm` is memory; /tmp may be),
+    links not followed, counting at most `most` files."""
+    total, todo = 0, _strays(uid)
+    while todo and most > 0:
+        path, most = todo.pop(), most - 1
+        try:
+            info = path.lstat()
+            if stat.S_ISDIR(info.st_mode):
+                todo += list(path.iterdir())
+            else:
+                total += info.st_size
+        except OSError:
+            continue
+    return total
+
+
+def clear_up(uid: int, tries: int = 20) -> None:
+    """Kill every process of `uid` (its own `kill(-1)`: all it may signal, so all of its own, in
+    one call) until none is left, and remove what it left in the shared temporary folders."""
+    for _ in range(tries):
+        if not pids_of(uid):
+            break
+        subprocess.run(  # `kill(-1)` between the change of user and the exec of `true`
+            ["true"], user=uid, group=uid, extra_groups=[], check=False,
+            preexec_fn=lambda: os.kill(-1, signal.SIGKILL),
+        )  # fmt: skip
+    for path in _strays(uid):  # `rm`: no recursion limit, and root may remove any mode
+        subprocess.run(["rm", "-rf", "--", str(path)], check=False, stderr=subprocess.DEVNULL)

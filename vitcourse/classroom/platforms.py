@@ -1,0 +1,150 @@
+"""One graded submission as Gradescope's and PrairieLearn's results.json.
+
+`vitcourse.classroom.autograder` grades a submission in the platform's container and hands the
+grades here (`Run`). Each exercise becomes one test with its points from points.json, and its
+output is what `python -m vitcourse.grade` writes in a student's feedback: the status, the check's
+verdict and its hint. The whole run's output says which notebooks were graded, how the student's
+code was kept apart (`ISOLATION`), and the course's edition.
+
+- Gradescope (its autograder specification): `score`, `execution_time`, `output`, `visibility`,
+  `stdout_visibility`, and `tests` with `name`, `number`, `score`, `max_score`, `status`
+  ("passed" or "failed"), `output`, `tags` and `visibility`.
+- PrairieLearn (its external grading results): `gradable`, `score` from 0 to 1, `message`,
+  `output`, and `tests` with `name`, `description`, `points`, `max_points`, `message` and `output`;
+  the file may hold at most 1 MB. A submission without the question's notebook is not gradable
+  (the student loses no attempt), and neither is one the grader itself failed on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from vitcourse.classroom.gradebook import Grade, one_line, printable
+
+ISOLATION = {
+    "bubblewrap": "each step ran in bubblewrap's sandbox: no network, none of the grader's "
+    "files, its own /tmp, with limits on time, memory, processes and output",
+    "own user": "each step ran as a user of its own, without a sandbox (the container allows "
+    "none): it could not read the grader's files nor write the results, and ran under the same "
+    "limits on time, memory, processes and output; what it left running was killed. The network "
+    "was not cut off by the grader",
+    "none": "no isolation: the student's code ran with the grader's rights",
+}
+OUTPUT_CHARS = 4_000  # of one test's output: PrairieLearn takes at most 1 MB for the whole file
+
+
+@dataclass
+class Run:
+    """A graded submission: its grades, the points of each exercise, what was not graded, how it
+    was isolated, what was closed to it, the course's edition, and the seconds it took; `failed`:
+    why the grader itself could not grade it."""
+
+    grades: list[Grade]
+    points: dict[str, dict[str, float]]
+    skipped: list[str]
+    isolation: str
+    closed: list[str]
+    edition: dict
+    seconds: float
+    failed: str | None = None
+    handed_in: list[str] = field(default_factory=list)
+
+    def __post_init__(self):
+        self.handed_in = [nb for nb in self.points
+                          if any(g.notebook == nb and g.hint != "not handed in" for g in self.grades)]  # fmt: skip
+
+
+def points_of(run: Run, grade: Grade) -> tuple[float, float]:
+    """(points earned, points possible) of one exercise."""
+    possible = float(run.points.get(grade.notebook, {}).get(grade.exercise, 1))
+    return (possible if grade.status == "passed" else 0.0), possible
+
+
+def feedback(grade: Grade) -> str:
+    """A test's output: its status, then the verdict and the hint, as the student reads them."""
+    text = grade.status + (f": {one_line(grade.hint)}" if grade.hint else "")
+    text = printable(text)
+    return text if len(text) <= OUTPUT_CHARS else text[: OUTPUT_CHARS - 1] + "…"
+
+
+def summary(run: Run) -> str:
+    """The whole run in a few lines: score, notebooks, isolation, what was skipped, edition."""
+    if run.failed:
+        return ("The grader could not grade this submission (its fault, not yours): "
+                f"{printable(run.failed)[:500]}. Your teacher has been shown this message.")  # fmt: skip
+    earned = sum(points_of(run, g)[0] for g in run.grades)
+    possible = sum(points_of(run, g)[1] for g in run.grades)
+    lines = [f"{earned:g} of {possible:g} points: {sum(g.status == 'passed' for g in run.grades)} "
+             f"of {len(run.grades)} exercises passed in {run.seconds:.0f} s."]  # fmt: skip
+    missing = [nb for nb in run.points if nb not in run.handed_in]
+    lines.append("Graded: " + (", ".join(f"{nb}.ipynb" for nb in run.handed_in) or "nothing"))
+    if missing:
+        lines.append("Not found in your submission: " + ", ".join(f"{nb}.ipynb" for nb in missing)
+                     + " (a file is matched by its name or its two-digit number)")  # fmt: skip
+    lines += [f"Not graded: {printable(s)}" for s in run.skipped[:20]]
+    lines.append(f"Isolation: {run.isolation}.")
+    if run.closed:
+        lines.append("Closed to the student's code: " + ", ".join(run.closed) + ".")
+    edition = run.edition.get("version", "?") + (f", commit {run.edition['commit']}"
+                                                 if run.edition.get("commit") else "")  # fmt: skip
+    lines.append(f"Graded by vitcourse {edition}.")
+    return "\n".join(lines)
+
+
+def gradescope(run: Run) -> dict:
+    """Gradescope's results.json."""
+    tests, notebooks = [], list(dict.fromkeys(g.notebook for g in run.grades))
+    for g in run.grades:
+        earned, possible = points_of(run, g)
+        same = [h for h in run.grades if h.notebook == g.notebook]
+        tests.append({
+            "name": f"{g.notebook}: {g.exercise}",
+            "number": f"{notebooks.index(g.notebook) + 1}.{same.index(g) + 1}",
+            "score": earned, "max_score": possible,
+            "status": "passed" if g.status == "passed" else "failed",
+            "output": feedback(g), "tags": [g.notebook], "visibility": "visible",
+        })  # fmt: skip
+    return {
+        "score": sum(t["score"] for t in tests),
+        "execution_time": round(run.seconds),
+        "output": summary(run),
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "tests": tests,
+    }
+
+
+def prairielearn(run: Run) -> dict:
+    """PrairieLearn's results.json."""
+    if run.failed or not run.handed_in:
+        why = summary(run)
+        return {"gradable": False, "message": why.splitlines()[0], "format_errors": [why]}
+    tests = []
+    for g in run.grades:
+        earned, possible = points_of(run, g)
+        tests.append({
+            "name": f"{g.notebook}: {g.exercise}",
+            "description": f"{g.exercise}, the exercise of {g.notebook}.ipynb, on the check's inputs",
+            "points": earned, "max_points": possible,
+            "message": g.status, "output": feedback(g),
+        })  # fmt: skip
+    possible = sum(t["max_points"] for t in tests)
+    text = summary(run)
+    return {
+        "gradable": True,
+        "score": sum(t["points"] for t in tests) / possible if possible else 0.0,
+        "message": text.splitlines()[0],
+        "output": text,
+        "tests": tests,
+    }
+
+
+def write_json(results: dict, path: Path) -> None:
+    """Write `results` whole or not at all (a file beside it, then renamed). Each test's output
+    is at most `OUTPUT_CHARS`, so the file stays far below PrairieLearn's 1 MB (tested)."""
+    temporary = path.with_name(path.name + ".partial")
+    temporary.write_text(json.dumps(results, indent=1), encoding="utf-8")
+    os.replace(temporary, path)
