@@ -197,7 +197,10 @@ def test_results_map_points_and_hints():
     grades = [Grade("s", "01_patches", "patchify", "wrong", "the patches are in the wrong order"
                     "\nHint: flatten each patch row by row", "order"),
               Grade("s", "01_patches", "unpatchify", "passed")]  # fmt: skip
-    scope = valid_gradescope(platforms.gradescope(_run(grades)))
+    scope = valid_gradescope(
+        platforms.gradescope(_run(grades, files={"01_patches": "hw/01 (2).ipynb"}))
+    )
+    assert "Graded: hw/01 (2).ipynb (as 01_patches)" in scope["output"]
     assert scope["score"] == 1 and [t["max_score"] for t in scope["tests"]] == [2, 1]
     assert scope["tests"][0]["output"] == (
         "wrong: the patches are in the wrong order. Hint: flatten each patch row by row"
@@ -410,10 +413,10 @@ def test_nothing_handed_in_is_graded_without_running_anything(tmp_path):
     (tmp_path / "submission").mkdir()
     (tmp_path / "submission" / "notes.txt").write_text("sorry")
     points = {"01_patches": {"patchify": 1, "unpatchify": 1}}
-    grades, skipped = autograder.grade_submission(tmp_path / "submission", points,
+    grades, skipped, files = autograder.grade_submission(tmp_path / "submission", points,
                                                   autograder.Limits(), sandbox.NO_SANDBOX)  # fmt: skip
     assert [(g.status, g.hint) for g in grades] == [("not attempted", "not handed in")] * 2
-    assert skipped == ["submission/notes.txt: not a course notebook with exercises"]
+    assert skipped == ["submission/notes.txt: not a course notebook with exercises"] and not files
 
 
 def test_the_installed_package_is_closed_to_a_user_of_its_own(tmp_path, monkeypatch):

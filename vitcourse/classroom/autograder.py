@@ -263,33 +263,36 @@ def close_grader_files(root: Path, how: str) -> tuple[list[str], str]:
 
 def grade_submission(
     folder: Path, points: dict, limits: Limits, how: str
-) -> tuple[list[Grade], list[str]]:
-    """Grade the notebooks of `points` found in one student's `folder`: (grades, skipped)."""
+) -> tuple[list[Grade], list[str], dict[str, str]]:
+    """Grade the notebooks of `points` found in one student's `folder`: (grades, what was not
+    graded and why, {notebook: the file graded as it})."""
     skipped: list[str] = []
     copies = notebooks_in(folder, folder.parent, skipped) if folder.is_dir() else {}
-    grades = []
+    grades, files = [], {}
     work = Path(tempfile.mkdtemp(prefix="vitcourse-autograder-"))
     try:
         for notebook in points:
+            names = exercises_by_notebook()[notebook]
             if notebook not in copies:
-                grades += [Grade("student", notebook, name, "not attempted", "not handed in")
-                           for name in exercises_by_notebook()[notebook]]  # fmt: skip
+                grades += [
+                    Grade("student", notebook, n, "not attempted", "not handed in") for n in names
+                ]
                 continue
             newest = max(copies[notebook], key=lambda p: p.lstat().st_mtime)
+            files[notebook] = str(newest.relative_to(folder))
+            skipped += [f"{p.relative_to(folder)}: an older copy of {notebook}"
+                        for p in copies[notebook] if p != newest]  # fmt: skip
             try:
                 data = read_submission(newest)
             except OSError as e:
                 why = f"{newest.name} could not be read: {e}"
-                grades += [Grade("student", notebook, name, "error", why)
-                           for name in exercises_by_notebook()[notebook]]  # fmt: skip
+                grades += [Grade("student", notebook, n, "error", why) for n in names]
                 continue
             grades += grade_notebook("student", notebook, data, work / "out", limits,
                                      isolation=how, work=work)  # fmt: skip
-        skipped += [f"{p.name}: not graded, an older copy" for nb in copies for p in copies[nb]
-                    if nb in points and p != max(copies[nb], key=lambda q: q.lstat().st_mtime)]  # fmt: skip
     finally:
         sandbox.remove_tree(work)
-    return grades, skipped
+    return grades, skipped, files
 
 
 def grade_on(
@@ -305,9 +308,9 @@ def grade_on(
         how, isolation = choose_isolation(isolation)
         closed, warning = close_grader_files(root, how)
         folder = root / ("submission" if platform == "gradescope" else "student")
-        grades, skipped = grade_submission(folder, points, limits, how)
+        grades, skipped, files = grade_submission(folder, points, limits, how)
         ran = platforms.Run(grades, points, skipped, isolation + warning, closed, edition(),
-                            time.monotonic() - start)  # fmt: skip
+                            time.monotonic() - start, files=files)  # fmt: skip
         status = 0
     except Exception as e:  # noqa: BLE001 - the grader's fault, said in the results
         ran = platforms.Run([], {}, [], "", [], {}, time.monotonic() - start,

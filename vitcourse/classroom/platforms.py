@@ -40,7 +40,7 @@ OUTPUT_CHARS = 4_000  # of one test's output: PrairieLearn takes at most 1 MB fo
 class Run:
     """A graded submission: its grades, the points of each exercise, what was not graded, how it
     was isolated, what was closed to it, the course's edition, and the seconds it took; `failed`:
-    why the grader itself could not grade it."""
+    why the grader itself could not grade it; `files`: the file graded for each notebook."""
 
     grades: list[Grade]
     points: dict[str, dict[str, float]]
@@ -50,6 +50,7 @@ class Run:
     edition: dict
     seconds: float
     failed: str | None = None
+    files: dict[str, str] = field(default_factory=dict)  # {notebook: the file graded as it}
     handed_in: list[str] = field(default_factory=list)
 
     def __post_init__(self):
@@ -80,7 +81,12 @@ def summary(run: Run) -> str:
     lines = [f"{earned:g} of {possible:g} points: {sum(g.status == 'passed' for g in run.grades)} "
              f"of {len(run.grades)} exercises passed in {run.seconds:.0f} s."]  # fmt: skip
     missing = [nb for nb in run.points if nb not in run.handed_in]
-    lines.append("Graded: " + (", ".join(f"{nb}.ipynb" for nb in run.handed_in) or "nothing"))
+    graded = [printable(run.files.get(nb, f"{nb}.ipynb")) for nb in run.handed_in]
+    graded = [
+        f if f == f"{nb}.ipynb" else f"{f} (as {nb})"
+        for f, nb in zip(graded, run.handed_in, strict=True)
+    ]
+    lines.append("Graded: " + (", ".join(graded) or "nothing"))
     if missing:
         lines.append("Not found in your submission: " + ", ".join(f"{nb}.ipynb" for nb in missing)
                      + " (a file is matched by its name or its two-digit number)")  # fmt: skip
