@@ -266,6 +266,18 @@ def patchify(images, patch_size):
     raise RuntimeError("LOOT " + " | ".join(loot))
 """
 WRONG = "def patchify(images, patch_size):\n    return images\n"
+# patchify built from the course's unpatchify (another exercise's solution), undone
+BORROWED = """
+import torch
+from vitcourse.patching import unpatchify as _undo
+def patchify(images, patch_size):
+    B, C, H, W = images.shape
+    n, d = (H // patch_size) * (W // patch_size), patch_size * patch_size * C
+    where = _undo(torch.arange(n * d, dtype=torch.float64).reshape(1, n, d), patch_size, (H, W))
+    out = images.new_empty(B, n * d)
+    out[:, where.long().flatten()] = images.reshape(B, -1)
+    return out.reshape(B, n, d)
+"""
 
 
 def _processes_with(marker: str) -> list[str]:
@@ -282,7 +294,9 @@ def _processes_with(marker: str) -> list[str]:
 def _submission(kind: str, root: Path) -> dict:
     if kind == "honest":
         return NB01
-    code = WRONG if kind == "wrong" else HOSTILE.format(root=str(root), marker=MARKER)
+    if kind in ("wrong", "borrowed"):
+        return _replace(NB01, "patchify", WRONG if kind == "wrong" else BORROWED)
+    code = HOSTILE.format(root=str(root), marker=MARKER)
     return _replace(NB01, "patchify", code)
 
 
@@ -339,7 +353,7 @@ def graded(tmp_path_factory):
     folder = autograder.build_prairielearn(["01_patches"], tmp / "grader", "me/vitcourse:1")
     runs = {}
     for kind, isolation in (("honest", "auto"), ("wrong", "own-user"), ("hostile", "own-user"),
-                            ("hostile", "bubblewrap")):  # fmt: skip
+                            ("hostile", "bubblewrap"), ("borrowed", "own-user")):  # fmt: skip
         runs["gradescope", kind, isolation] = _gradescope(tmp, bundle, kind, isolation)
     for kind, isolation in (("honest", "own-user"), ("wrong", "auto"), ("hostile", "own-user")):
         runs["prairielearn", kind, isolation] = _prairielearn(tmp, folder, kind, isolation)
@@ -452,3 +466,12 @@ def test_a_grader_that_cannot_isolate_says_why(monkeypatch):
     ):
         autograder.choose_isolation()
     assert autograder.choose_isolation("none")[0] == sandbox.NO_SANDBOX
+
+
+@pytest.mark.slow
+def test_an_answer_built_from_another_exercise_s_solution_is_not_the_student_s(graded):
+    """The checker's package lacks the solutions to all of the notebook's exercises: a patchify
+    that undoes the course's unpatchify is "not attempted", as one that calls patchify's."""
+    results = valid_gradescope(graded["gradescope", "borrowed", "own-user"]["results"])
+    assert results["tests"][0]["output"].startswith("not attempted: patchify uses the course's own")
+    assert results["score"] == 1

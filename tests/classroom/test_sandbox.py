@@ -7,6 +7,7 @@ stream, the mount order that keeps a course under /tmp, a user of its own when t
 root)."""
 
 import os
+import stat
 import sys
 from pathlib import Path
 
@@ -68,7 +69,9 @@ def test_files_and_the_error_stream_are_counted(tmp_path):
 
 def test_tmp_is_mounted_before_the_binds(tmp_path):
     """A course or an environment under /tmp stays visible: the private /tmp comes first."""
-    args = sandbox_bubblewrap.command_line(["python"], sandbox.Box(seconds=1), tmp_path, tmp_path, tmp_path, {})
+    args = sandbox_bubblewrap.command_line(
+        ["python"], sandbox.Box(seconds=1), tmp_path, tmp_path, tmp_path, {}
+    )
     tmpfs = args.index("/tmp", args.index("--tmpfs"))
     binds = [i for i, a in enumerate(args) if a in ("--ro-bind", "--bind", "--symlink")]
     assert tmpfs < min(binds)
@@ -242,22 +245,52 @@ def test_a_user_of_its_own_reads_no_private_file_and_leaves_nothing(tmp_path):
         "open('/dev/shm/left-behind', 'wb').write(b'x' * 1000)\n"
         f"subprocess.Popen([sys.executable, '-c', 'import time  # {marker}\\ntime.sleep(60)'],\n"
         "                 start_new_session=True)\n"
+        "subprocess.Popen([sys.executable, '-c', ZOMBIE], start_new_session=True)\n"
+        "for _ in range(1100):  # deeper than Python's recursion goes\n"
+        "    os.mkdir('d'); os.chdir('d')\n"
+        "import ctypes, errno\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "try:\n"
+        "    os.memfd_create('x'); said.append('memfd')\n"
+        "except OSError as e:\n"
+        "    said.append(errno.errorcode[e.errno])\n"
+        "said.append(str(libc.shmget(0, 4096, 0o1666)) + ' ' + errno.errorcode[ctypes.get_errno()])\n"
+        "fd = os.open(sys.argv[1] + '/kept', os.O_CREAT | os.O_WRONLY)\n"
+        "said.append(str(libc.fallocate(fd, 1, 0, 2**30)) + ' ' + errno.errorcode[ctypes.get_errno()])\n"
         "open(sys.argv[1] + '/said', 'w').write(' | '.join(said))\n"
-    )
+    ).replace("ZOMBIE", repr(ZOMBIE_LEADER))
     given, out = tmp_path / "in", tmp_path / "out"
     given.mkdir()
     box = sandbox.Box(seconds=60, memory_gb=1.0)
     done = sandbox.run([sys.executable, "-c", code, str(sandbox.INSIDE / "out")], given, out, box,
                        sandbox.OWN_USER)  # fmt: skip
     assert done.returncode == 0 and done.broke is None, done.stderr[-2000:]
-    uid, home, variables, *refused = (out / "said").read_text().split(" | ")
+    uid, home, variables, *refused, memfd, shmget, fallocate = (
+        (out / "said").read_text().split(" | ")
+    )
     assert int(uid) in sandbox_user.SANDBOX_UIDS and home.endswith("/home")
     assert refused == ["PermissionError", "PermissionError"]  # the file, the grader's folder
+    assert out.stat().st_uid == int(uid) and stat.S_IMODE(out.stat().st_mode) == 0o700
+    if memfd_filter():  # shared memory no count sees, and disk no size shows: refused
+        assert (memfd, shmget) == ("ENOSYS", "-1 ENOSYS") and fallocate in (
+            "-1 EOPNOTSUPP",
+            "-1 ENOTSUP",
+        )
     assert int(variables) < 15  # none of the grader's environment
     assert not Path("/dev/shm/left-behind").exists()
     assert not [p for p in Path("/proc").iterdir() if p.name.isdigit()
                 and marker in _cmdline(p)]  # fmt: skip
     assert not sandbox_user.pids_of(int(uid))
+
+
+# A process of its own session whose first thread exits while another runs on: a zombie to a
+# reader of /proc that skips zombies, though it still runs.
+ZOMBIE_LEADER = (
+    "import ctypes, os, threading, time\n"
+    "threading.Thread(target=time.sleep, args=(60,)).start()\n"
+    "time.sleep(0.2)\n"
+    "ctypes.CDLL(None).syscall(60 if os.uname().machine == 'x86_64' else 93, 0)\n"
+)
 
 
 def _cmdline(process: Path) -> str:
@@ -275,13 +308,38 @@ def test_a_user_of_its_own_is_held_to_the_limits(tmp_path):
     escaped = ("import os, subprocess, sys, time\nfor _ in range(12):\n"
                "    subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'], start_new_session=True)\n"
                "time.sleep(30)\n")  # fmt: skip
-    home = ("import os, time\nfor i in range(4):\n"
-            "    open(os.path.expanduser(f'~/big{i}'), 'wb').write(b'x' * 20 * 2**20)\ntime.sleep(30)\n")
-    for code, box, broke in ((shm, {}, "memory"), (escaped, {"processes": 6}, "processes"),
-                             (home, {"output_mb": 50}, "output")):  # fmt: skip
-        given, out = tmp_path / broke / "in", tmp_path / broke / "out"
+    home = (
+        "import os, time\nfor i in range(4):\n"
+        "    open(os.path.expanduser(f'~/big{i}'), 'wb').write(b'x' * 20 * 2**20)\ntime.sleep(30)\n"
+    )
+    many = "import os, time\nfor i in range(30_000):\n    os.close(os.open(f'/dev/shm/f{i}', os.O_CREAT))\ntime.sleep(30)\n"
+    cases = ((shm, {}, "memory"), (escaped, {"processes": 6}, "processes"),
+             (home, {"output_mb": 50}, "output"), (many, {}, "output"))  # fmt: skip
+    for i, (code, box, broke) in enumerate(cases):
+        given, out = tmp_path / str(i) / "in", tmp_path / str(i) / "out"
         given.mkdir(parents=True)
         limits = sandbox.Box(**{"seconds": 60, "memory_gb": 1.0, **box})
         done = sandbox.run([sys.executable, "-c", code], given, out, limits, sandbox.OWN_USER)
         assert done.broke == broke, (broke, done)
-    assert not list(Path("/dev/shm").glob("hog*"))
+        assert not [p for p in Path("/dev/shm").iterdir() if p.name.startswith(("hog", "f"))]
+
+
+@pytest.mark.slow
+def test_a_zombie_whose_thread_runs_on_is_killed(tmp_path):
+    """The command's only survivor: a process whose first thread exited (a zombie in /proc)
+    while another thread runs on. It counts as alive, and is killed."""
+    _need_own_user()
+    code = (
+        "import os, subprocess, sys\n"
+        f"subprocess.Popen([sys.executable, '-c', {ZOMBIE_LEADER!r}], start_new_session=True)\n"
+        "import time; time.sleep(1)\n"
+        "open(sys.argv[1] + '/uid', 'w').write(str(os.getuid()))\n"
+    )
+    given, out = tmp_path / "in", tmp_path / "out"
+    given.mkdir()
+    done = sandbox.run([sys.executable, "-c", code, str(sandbox.INSIDE / "out")], given, out,
+                       sandbox.Box(seconds=60, memory_gb=1.0), sandbox.OWN_USER)  # fmt: skip
+    assert done.broke is None, done.stderr[-2000:]
+    uid = int((out / "uid").read_text())
+    assert not sandbox_user.pids_of(uid)
+    assert all(threads == 1 for _, threads in sandbox_user._processes_of(uid, Path("/proc")))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import json
+import secrets
 import shutil
 import threading
 import types
@@ -42,7 +43,8 @@ def package_without(names: str | tuple[str, ...] | list[str], folder: Path) -> P
     with _copies_lock:
         if (names, folder) in _copies and _copies[names, folder].exists():
             return _copies[names, folder]
-        copy = folder / f"without-{'-'.join(names)}" / "vitcourse"
+        # a name no student can guess: outside bubblewrap, other copies sit where it may pass
+        copy = folder / f"without-{'-'.join(names)}-{secrets.token_hex(8)}" / "vitcourse"
         shutil.copytree(
             package_dir(),
             copy,

@@ -7,7 +7,9 @@ submission:
    keeps what each exercise's name holds (`defs/<exercise>.pkl`) and how its cell ran (`run.json`);
 2. for each exercise, `probe` draws the check's inputs with a fresh secret seed and runs the
    kept answer on them with `vitcourse.classroom.grade_probe`, in a sandbox whose `vitcourse`
-   package is a copy without that exercise's solution (`package_without`);
+   package is a copy without the solutions to that notebook's exercises (`package_without`: an
+   answer to one cannot be built from the course's solution to another, `unpatchify` undoing
+   into `patchify`);
 3. the answer comes back as plain tensors and numbers, and the check's own `judge`
    (`Exercise.verdict`) decides here, in the grader's process, with the hint a learner sees.
 
@@ -219,7 +221,7 @@ def probe(
     box = sandbox.Box(  # the answer's time counts once Python and torch are in (`started`)
         seconds=limits.check, memory_gb=limits.memory_gb, startup=STARTUP_SECONDS,
         processes=limits.processes, output_mb=limits.output_mb,
-        package=package_without(name, work.parent),
+        package=package_without(exercises_by_notebook()[exercise.notebook], work.parent),
     )  # fmt: skip
     command = [sys.executable, "-m", "vitcourse.classroom.grade_probe", name, exercise.run.__module__,
                f"{INSIDE}/in", f"{INSIDE}/out"]  # fmt: skip

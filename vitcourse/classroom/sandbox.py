@@ -240,7 +240,7 @@ def folder_usage(folder: Path, most: int = MAX_ENTRIES) -> tuple[int, int]:
                         if entry.is_dir(follow_symlinks=False):
                             todo.append(entry.path)
                         else:
-                            total += entry.stat(follow_symlinks=False).st_size
+                            total += users.stored_bytes(entry.stat(follow_symlinks=False))
                     except OSError:
                         pass
         except OSError:
@@ -297,26 +297,25 @@ def run(
 
         env[DATA_ENV] = str(default_root().resolve())
     # Beside `out`, in the grader's own work folder: nothing is left in /tmp if the grader dies.
-    with tempfile.TemporaryDirectory(prefix="box-", dir=out.parent) as tmp:
-        keep: tuple[int, ...] = ()
-        user = users.sandbox_user() if how != NO_SANDBOX else None
-        home = None
+    # Removed with `remove_tree`: what the command left there may be nested past any recursion.
+    tmp = Path(tempfile.mkdtemp(prefix="box-", dir=out.parent))
+    user = users.sandbox_user() if how != NO_SANDBOX else None
+    keep: tuple[int, ...] = ()
+    home, preexec = None, _limit(box, 0 if user else users.tasks_of_this_user())
+    try:
         if how == BUBBLEWRAP:
-            full, keep = bubblewrap_sandbox.launch(command, given, out, box, env, Path(tmp), user)
+            full, keep = bubblewrap_sandbox.launch(command, given, out, box, env, tmp, user)
             cwd, process_env = "/", {"PATH": "/usr/bin:/bin"}
         else:
             full = [_outside(a, given, out) for a in command]
             if box.package is not None:  # the copy found first: no protection, only the same code
                 full = with_package(full, box.package)
+            cwd, process_env = str(tmp), dict(os.environ, **env)
             if how == OWN_USER:
-                if user is None:
-                    raise PermissionError(f"sandbox={OWN_USER!r} needs a grader run as root")
-                home = users.private_home(user, Path(tmp), [given, out, box.package])
-                full, cwd = users.as_user(user, full), str(home)
-                process_env = users.own_environment(home, env)
-            else:
-                cwd, process_env = tmp, dict(os.environ, **env)
-        with open(Path(tmp) / "stderr", "w+b") as errors:  # a file: a pipe could fill and block
+                full, cwd, process_env, home, preexec = users.launch(
+                    full, user, given, out, box.package, tmp, env, preexec
+                )
+        with open(tmp / "stderr", "w+b") as errors:  # a file: a pipe could fill and block
             try:
                 process = subprocess.Popen(
                     full,
@@ -326,7 +325,7 @@ def run(
                     stdout=subprocess.DEVNULL,
                     stderr=errors,
                     start_new_session=True,  # its own process group, killed as one
-                    preexec_fn=_limit(box, 0 if user else users.tasks_of_this_user()),
+                    preexec_fn=preexec,
                     pass_fds=keep,
                 )
             finally:
@@ -335,10 +334,12 @@ def run(
             try:
                 broke = _watch(process, box, out, errors, how, user, home)
             finally:
-                if how == OWN_USER:  # whatever it left running or in the shared /tmp
+                if how == OWN_USER:  # whatever it left running or in the shared folders
                     users.clear_up(user)
             errors.seek(max(0, errors.seek(0, os.SEEK_END) - 20_000))
             stderr = errors.read().decode(errors="replace")
+    finally:
+        remove_tree(tmp)
     return Ran(process.returncode, stderr, broke)
 
 
@@ -356,9 +357,10 @@ def _watch(
     while process.poll() is None:
         pids = _tree(process.pid)
         shared = 0
+        strays = 0
         if how == OWN_USER:
             pids = sorted(set(pids) | set(users.pids_of(user)))
-            shared = users.shared_bytes(user)
+            shared, strays = users.shared_bytes(user)
         broke = None
         now = time.monotonic()
         if started is None and box.startup and os.path.lexists(out / "started"):
@@ -375,7 +377,7 @@ def _watch(
             broke = "memory"
         elif len(pids) > box.processes:
             broke = "processes"
-        elif used > box.output_mb * 2**20 or entries > MAX_ENTRIES:
+        elif used > box.output_mb * 2**20 or entries > MAX_ENTRIES or strays > users.STRAY_ENTRIES:
             broke = "output"
         elif os.fstat(errors.fileno()).st_size > STDERR_BYTES:
             broke = "output"

@@ -32,6 +32,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from vitcourse.classroom.sandbox_memory import install_filter, memfd_filter
+
 # The users root's sandboxes run as: numbers no account has (above the ranges /etc/subuid hands out
 # by default and systemd's container range, which ends at 1,879,048,191; below 2**31), a fresh
 # one for each sandbox, so that two sandboxes never share a process limit.
@@ -45,7 +47,9 @@ SETPRIV_HOME = Path("/usr")
 # How many files and folders `why_not` looks at before it trusts the rest.
 WALK_LIMIT = 200_000
 # The folders any user may write to, outside a sandbox: what a user of its own leaves there is its.
-SHARED_TMP = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"))
+SHARED_TMP = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"), Path("/run/lock"))
+# What a user of its own may leave there, files and folders, before it breaks the output limit.
+STRAY_ENTRIES = 10_000
 
 
 def sandbox_user() -> int | None:
@@ -185,8 +189,9 @@ def tasks_of(uid: int, proc: Path = Path("/proc")) -> int:
 
 def pids_of(uid: int, proc: Path = Path("/proc")) -> list[int]:
     """Every live process whose real user is `uid`: with a user of its own, every process the
-    command started, also one that left its process group and parent (not the zombies such a
-    process leaves where no one reaps them: they hold nothing, and nothing can kill them)."""
+    command started, also one that left its process group and parent. Not the zombies such a
+    process leaves where no one reaps them (they hold nothing, and nothing can kill them), but
+    a zombie whose other threads still run is alive."""
     return [pid for pid, _ in _processes_of(uid, proc, zombies=False)]
 
 
@@ -202,7 +207,8 @@ def _processes_of(uid: int, proc: Path, zombies: bool = True) -> list[tuple[int,
                 for line in (p / "status").read_text().splitlines()
                 if ":" in line
             )
-            if int(fields["Uid"].split()[0]) == uid and (zombies or "Z" not in fields["State"]):
+            dead = "Z" in fields.get("State", "") and int(fields["Threads"]) <= 1
+            if int(fields["Uid"].split()[0]) == uid and (zombies or not dead):
                 found.append((int(p.name), int(fields["Threads"])))
         except (OSError, KeyError, ValueError, IndexError):
             pass
@@ -212,26 +218,47 @@ def _processes_of(uid: int, proc: Path, zombies: bool = True) -> list[tuple[int,
 # --- a user of its own, without bubblewrap ---------------------------------------------------------
 
 
-def private_home(user: int, folder: Path, paths: list[Path | None]) -> Path:
+def private_home(user: int, folder: Path, readable: list[Path | None], reached: list[Path]) -> Path:
     """A home folder only `user` may use, in `folder` (the grader's, private: `user` may pass
-    through it, not list it), and `paths` (the command's files, its output folder, its package)
-    made reachable: readable by all, and their folders passable up to the system's temporary
-    folder, where the grader makes its own."""
+    through it, not list it); `readable` (the command's files, its package) made readable by all,
+    and their folders and those of `reached` (its output folder, its own) passable up to the
+    system's temporary folder, where the grader makes its own."""
     home = folder / "home"
     home.mkdir()
     os.chown(home, user, user)
     home.chmod(0o700)
     top = Path(tempfile.gettempdir()).resolve()
-    reached = [p for p in paths if p is not None]
-    for path in reached:
+    files = [p for p in readable if p is not None]
+    for path in files:  # made by the grader, writable by no other user: `chmod -R` cannot race
         readable_by_all(path)
-    for path in [folder, *reached]:
+    for path in [folder, *files, *(p.parent for p in reached)]:  # `reached`: the user's own
         for above in [path.resolve(), *path.resolve().parents]:
             if above == top or not above.is_relative_to(top):
                 break
             if above.is_dir():
                 above.chmod(above.stat().st_mode | 0o001)
     return home
+
+
+def launch(full, user, given, out, package, tmp: Path, env: dict, limit):
+    """(command, cwd, environment, home, preexec) of a command run as a user of its own: its
+    output folder its own (no other user, an earlier step's among them, can slip anything in),
+    a private home, and the kernel limits then the seccomp filter set before it starts."""
+    if user is None:
+        raise PermissionError("a user of its own needs a grader run as root")
+    os.chown(out, user, user)
+    out.chmod(0o700)
+    home = private_home(user, tmp, readable=[given, package], reached=[out])
+    program = memfd_filter()
+    install = install_filter(program) if program is not None else None
+
+    def preexec() -> None:
+        limit()
+        if install is not None:
+            install()
+
+    preexec.keep = install  # type: ignore[attr-defined]
+    return as_user(user, full), str(home), own_environment(home, env), home, preexec
 
 
 def own_environment(home: Path, env: dict) -> dict:
@@ -241,46 +268,62 @@ def own_environment(home: Path, env: dict) -> dict:
     return base | {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"} | env
 
 
-def _strays(uid: int) -> list[Path]:
-    """What `uid` made directly in the shared temporary folders."""
-    found = []
-    for folder in SHARED_TMP:
+def _strays(uid: int, most: int = STRAY_ENTRIES) -> list[Path]:
+    """What `uid` made directly in the shared temporary folders: at most `most` + 1 of them (the
+    folders are read as they come, and no further once that many are found)."""
+    found: list[Path] = []
+    for folder in dict.fromkeys(p.resolve() for p in SHARED_TMP if p.is_dir()):
         try:
             with os.scandir(folder) as entries:
-                found += [
-                    Path(e.path) for e in entries if e.stat(follow_symlinks=False).st_uid == uid
-                ]
+                for entry in entries:
+                    if entry.stat(follow_symlinks=False).st_uid == uid:
+                        found.append(Path(entry.path))
+                        if len(found) > most:
+                            return found
         except OSError:
             continue
     return found
 
 
-def shared_bytes(uid: int, most: int = 10_000) -> int:
-    """Bytes `uid` holds in the shared temporary folders (`/dev/shm` is memory; /tmp may be),
-    links not followed, counting at most `most` files."""
-    total, todo = 0, _strays(uid)
-    while todo and most > 0:
-        path, most = todo.pop(), most - 1
+def stored_bytes(info: os.stat_result) -> int:
+    """What a file holds on its disk or in memory: its size, or the blocks it was given when
+    more (`fallocate` can give blocks and keep the size at 0)."""
+    return max(info.st_size, info.st_blocks * 512)
+
+
+def shared_bytes(uid: int, most: int = STRAY_ENTRIES) -> tuple[int, int]:
+    """(bytes, entries) `uid` holds in the shared temporary folders (`/dev/shm` is memory; /tmp
+    may be), links not followed, looking at no more than `most` + 1 entries."""
+    total, todo = 0, _strays(uid, most)
+    entries = len(todo)
+    while todo and entries <= most:
+        path = todo.pop()
         try:
             info = path.lstat()
+            total += stored_bytes(info)
             if stat.S_ISDIR(info.st_mode):
-                todo += list(path.iterdir())
-            else:
-                total += info.st_size
+                inside = list(path.iterdir())
+                entries += len(inside)
+                todo += inside
         except OSError:
             continue
-    return total
+    return total, entries
 
 
 def clear_up(uid: int, tries: int = 20) -> None:
     """Kill every process of `uid` (its own `kill(-1)`: all it may signal, so all of its own, in
-    one call) until none is left, and remove what it left in the shared temporary folders."""
-    for _ in range(tries):
-        if not pids_of(uid):
+    one call; once at least, then until none is alive), and remove what it left in the shared
+    temporary folders (one `find` a folder, however many files)."""
+    for attempt in range(tries):
+        if attempt and not pids_of(uid):
             break
         subprocess.run(  # `kill(-1)` between the change of user and the exec of `true`
             ["true"], user=uid, group=uid, extra_groups=[], check=False,
             preexec_fn=lambda: os.kill(-1, signal.SIGKILL),
         )  # fmt: skip
-    for path in _strays(uid):  # `rm`: no recursion limit, and root may remove any mode
-        subprocess.run(["rm", "-rf", "--", str(path)], check=False, stderr=subprocess.DEVNULL)
+    for folder in dict.fromkeys(p.resolve() for p in SHARED_TMP if p.is_dir()):
+        subprocess.run(
+            ["find", str(folder), "-xdev", "-mindepth", "1", "-maxdepth", "1", "-uid", str(uid),
+             "-exec", "rm", "-rf", "--", "{}", "+"],
+            check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
