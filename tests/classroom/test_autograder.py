@@ -300,7 +300,7 @@ def _submission(kind: str, root: Path) -> dict:
     return _replace(NB01, "patchify", code)
 
 
-def _run_script(script: Path, variable: str, root: Path, isolation: str) -> dict:
+def _run_script(script: Path, variable: str, root: Path, isolation: str, *more: str) -> dict:
     """Run a platform's script as the platform would (root, no arguments but the isolation
     asked for), with its folder at `root`; return its results.json, read as the platform would."""
     from vitcourse.environment import default_root
@@ -308,7 +308,7 @@ def _run_script(script: Path, variable: str, root: Path, isolation: str) -> dict
     env = dict(os.environ, VITCOURSE_PYTHON=sys.executable, VITCOURSE_DATA=str(default_root()))
     env[variable] = str(root)
     start = time.monotonic()
-    done = subprocess.run(["bash", str(script), "--isolation", isolation], env=env,
+    done = subprocess.run(["bash", str(script), "--isolation", isolation, *more], env=env,
                           capture_output=True, text=True, timeout=600)  # fmt: skip
     seconds = time.monotonic() - start
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
@@ -475,3 +475,29 @@ def test_an_answer_built_from_another_exercise_s_solution_is_not_the_student_s(g
     results = valid_gradescope(graded["gradescope", "borrowed", "own-user"]["results"])
     assert results["tests"][0]["output"].startswith("not attempted: patchify uses the course's own")
     assert results["score"] == 1
+
+
+@pytest.mark.slow
+def test_a_job_out_of_the_platforms_time_still_gets_its_results(tmp_path):
+    """PrairieLearn shows nothing of a job it kills: when the budget is spent, the grader writes
+    results.json itself (what is not graded a timeout), stops what it started, and ends."""
+    need_sandbox()
+    if os.geteuid() != 0:
+        pytest.skip("a user of its own needs the grader run as root, as on the platforms")
+    marker = "vitcourse-out-of-time-8e2a"
+    slow = (f"import subprocess, sys, time\nsubprocess.Popen([sys.executable, '-c', "
+            f"'import time  # {marker}\\ntime.sleep(300)'])\ntime.sleep(300)\n")  # fmt: skip
+    nb = json.loads(json.dumps(NB01))
+    nb["cells"].insert(3, {"cell_type": "code", "metadata": {}, "outputs": [],
+                           "execution_count": None, "source": slow})  # fmt: skip
+    folder = autograder.build_prairielearn(["01_patches"], tmp_path / "grader", "me/x:1")
+    root = tmp_path / "job"
+    shutil.copytree(folder / "questions" / "vitcourse_01_patches" / "tests", root / "tests")
+    _write(nb, root / "student" / "01_patches.ipynb")
+    found = _run_script(folder / "entrypoint", "VITCOURSE_PRAIRIELEARN_ROOT", root, "own-user",
+                        "--budget", "40")  # fmt: skip
+    results = valid_prairielearn(found["results"])
+    assert results["gradable"] and results["score"] == 0
+    assert all(t["output"] == "timeout: the grading ran past the 40 s the platform gives it"
+               for t in results["tests"])  # fmt: skip
+    assert found["seconds"] < 70 and not _processes_with(marker)

@@ -33,8 +33,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-import uuid
 import zipfile
 from pathlib import Path
 
@@ -54,9 +54,11 @@ PLATFORMS = {  # where each platform puts the submission, and the environment va
     "gradescope": ("/autograder", "VITCOURSE_GRADESCOPE_ROOT"),
     "prairielearn": ("/grade", "VITCOURSE_PRAIRIELEARN_ROOT"),
 }
-# PrairieLearn kills a grading job after its question's timeout, at most 600 s: the notebook's
-# limits leave room for the kernel, the checks and the start-up allowances within it.
+# PrairieLearn kills a grading job after its question's timeout, at most 600 s, and then shows no
+# results. The notebook's limits are shorter there, and the grader writes results.json itself when
+# its budget is spent, 30 s before the timeout: what is not graded by then is a `timeout`.
 PRAIRIELEARN_TIMEOUT = 600
+PRAIRIELEARN_BUDGET = PRAIRIELEARN_TIMEOUT - 30
 PRAIRIELEARN_LIMITS = Limits(notebook=240, cell=90, check=20)
 
 
@@ -150,43 +152,14 @@ def build_prairielearn(notebooks: list[str], out: Path, image: str) -> Path:
     for notebook in notebooks:
         question = out / "questions" / f"vitcourse_{notebook}"
         (question / "tests").mkdir(parents=True)
-        (question / "info.json").write_text(json.dumps(_info(notebook, image), indent=2) + "\n")
-        (question / "question.html").write_text(_question_html(notebook))
+        (question / "info.json").write_text(
+            json.dumps(platforms.question_info(notebook, image, PRAIRIELEARN_TIMEOUT), indent=2)
+            + "\n"
+        )
+        (question / "question.html").write_text(platforms.question_html(notebook))
         points = {notebook: {name: 1 for name in exercises_by_notebook()[notebook]}}
         (question / "tests" / "points.json").write_text(json.dumps(points, indent=2) + "\n")
     return out
-
-
-def _info(notebook: str, image: str) -> dict:
-    return {
-        "uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"vitcourse/{image}/{notebook}")),
-        "title": f"vitcourse notebook {notebook}",
-        "topic": "Vision Transformers",
-        "tags": ["vitcourse"],
-        "type": "v3",
-        "singleVariant": True,
-        "gradingMethod": "External",
-        "externalGradingOptions": {
-            "enabled": True,
-            "image": image,
-            "entrypoint": "/usr/local/bin/vitcourse-grade-prairielearn",
-            "timeout": PRAIRIELEARN_TIMEOUT,
-        },
-    }
-
-
-def _question_html(notebook: str) -> str:
-    return (
-        "<pl-question-panel>\n"
-        f"  <p>Upload your notebook <code>{notebook}.ipynb</code>. Its exercises are run on the\n"
-        "  course's checks, with inputs you have not seen; each says what it found.</p>\n"
-        "</pl-question-panel>\n\n"
-        f'<pl-file-upload file-names="{notebook}.ipynb"></pl-file-upload>\n\n'
-        "<pl-submission-panel>\n"
-        "  <pl-external-grader-results></pl-external-grader-results>\n"
-        "  <pl-file-preview></pl-file-preview>\n"
-        "</pl-submission-panel>\n"
-    )
 
 
 # --- grading in the platform's container -------------------------------------------------------
@@ -262,13 +235,16 @@ def close_grader_files(root: Path, how: str) -> tuple[list[str], str]:
 
 
 def grade_submission(
-    folder: Path, points: dict, limits: Limits, how: str
-) -> tuple[list[Grade], list[str], dict[str, str]]:
+    folder: Path, points: dict, limits: Limits, how: str,
+    grades: list[Grade] | None = None, files: dict[str, str] | None = None,
+) -> tuple[list[Grade], list[str], dict[str, str]]:  # fmt: skip
     """Grade the notebooks of `points` found in one student's `folder`: (grades, what was not
-    graded and why, {notebook: the file graded as it})."""
+    graded and why, {notebook: the file graded as it}). `grades` and `files`, when given, are
+    filled as each notebook is done (what a deadline finds there is graded)."""
     skipped: list[str] = []
     copies = notebooks_in(folder, folder.parent, skipped) if folder.is_dir() else {}
-    grades, files = [], {}
+    grades = [] if grades is None else grades
+    files = {} if files is None else files
     work = Path(tempfile.mkdtemp(prefix="vitcourse-autograder-"))
     try:
         for notebook in points:
@@ -296,19 +272,55 @@ def grade_submission(
 
 
 def grade_on(
-    platform: str, root: Path, points_path: Path, limits: Limits, isolation: str = "auto"
-) -> int:
+    platform: str, root: Path, points_path: Path, limits: Limits, isolation: str = "auto",
+    budget: float | None = None,
+) -> int:  # fmt: skip
     """Grade one submission in the platform's layout under `root` and write its results.json,
-    whatever happens; 0 when the grading ran, 1 when the grader itself failed."""
-    start = time.monotonic()
-    results = root / "results"
+    whatever happens; 0 when the grading ran, 1 when the grader itself failed. `budget`: the
+    seconds the platform gives the job; when they run out, the exercises not yet graded are a
+    `timeout`, results.json is written, and the process ends (its sandboxes die with it)."""
+    start, lock = time.monotonic(), threading.Lock()
+    results, written = root / "results", []
+    now = {"grades": [], "files": {}, "points": {}, "isolation": "", "closed": []}
+
+    def finish(ran: platforms.Run) -> bool:  # the first to come writes results.json
+        with lock:
+            if written:
+                return False
+            written.append(ran)
+        made = (
+            platforms.gradescope(ran) if platform == "gradescope" else platforms.prairielearn(ran)
+        )
+        platforms.write_json(made, results / "results.json")
+        print(platforms.summary(ran), flush=True)
+        return True
+
+    def out_of_time() -> None:
+        done = {(g.notebook, g.exercise) for g in now["grades"]}
+        why = f"the grading ran past the {budget:.0f} s the platform gives it"
+        pending = [Grade("student", nb, name, "timeout", why) for nb in now["points"]
+                   for name in exercises_by_notebook()[nb] if (nb, name) not in done]  # fmt: skip
+        if finish(platforms.Run(list(now["grades"]) + pending, now["points"], [], now["isolation"],
+                                now["closed"], edition(), time.monotonic() - start,
+                                files=dict(now["files"]))):  # fmt: skip
+            from vitcourse.classroom.sandbox_user import clear_up_all
+
+            clear_up_all()  # bubblewrap's sandboxes die with the grader; a user of its own does not
+            os._exit(0)
+
+    if budget:
+        timer = threading.Timer(budget, out_of_time)
+        timer.daemon = True
+        timer.start()
     try:
         results.mkdir(parents=True, exist_ok=True)
-        points = read_points(points_path)
+        now["points"] = points = read_points(points_path)
         how, isolation = choose_isolation(isolation)
         closed, warning = close_grader_files(root, how)
+        now["isolation"], now["closed"] = isolation + warning, closed
         folder = root / ("submission" if platform == "gradescope" else "student")
-        grades, skipped, files = grade_submission(folder, points, limits, how)
+        grades, skipped, files = grade_submission(folder, points, limits, how, now["grades"],
+                                                  now["files"])  # fmt: skip
         ran = platforms.Run(grades, points, skipped, isolation + warning, closed, edition(),
                             time.monotonic() - start, files=files)  # fmt: skip
         status = 0
@@ -316,9 +328,7 @@ def grade_on(
         ran = platforms.Run([], {}, [], "", [], {}, time.monotonic() - start,
                             failed=f"{type(e).__name__}: {e}")  # fmt: skip
         status = 1
-    made = platforms.gradescope(ran) if platform == "gradescope" else platforms.prairielearn(ran)
-    platforms.write_json(made, results / "results.json")
-    print(platforms.summary(ran))
+    finish(ran)
     return status
 
 
@@ -353,6 +363,9 @@ def _parser() -> argparse.ArgumentParser:
         grade.add_argument("--root", type=Path, default=Path(os.environ.get(variable, where)))
         grade.add_argument("--default-points", type=Path, help="points.json if the root has none")
         grade.add_argument("--timeout", type=float, help="seconds per notebook")
+        grade.add_argument("--budget", type=float, help="seconds the platform gives the job: then "
+                           "results.json is written, what is not graded a timeout"
+                           + (f" ({PRAIRIELEARN_BUDGET:.0f})" if name == "prairielearn" else ""))  # fmt: skip
         grade.add_argument("--isolation", default="auto",
                            choices=("auto", "bubblewrap", "own-user", "none"),
                            help="auto: bubblewrap's sandbox, else a user of its own (root only); "
@@ -377,7 +390,8 @@ def main(argv: list[str] | None = None) -> int:
     limits = Limits() if platform == "gradescope" else PRAIRIELEARN_LIMITS
     if args.timeout:
         limits = Limits(args.timeout, limits.cell, limits.check, limits.memory_gb)
-    return grade_on(platform, root, points, limits, args.isolation)
+    budget = args.budget or (PRAIRIELEARN_BUDGET if platform == "prairielearn" else None)
+    return grade_on(platform, root, points, limits, args.isolation, budget)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""One graded submission as Gradescope's and PrairieLearn's results.json.
+"""One graded submission as Gradescope's and PrairieLearn's results.json, and PrairieLearn's
+example question.
 
 `vitcourse.classroom.autograder` grades a submission in the platform's container and hands the
 grades here (`Run`). Each exercise becomes one test with its points from points.json, and its
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -146,6 +148,44 @@ def prairielearn(run: Run) -> dict:
         "output": text,
         "tests": tests,
     }
+
+
+# --- PrairieLearn's question ----------------------------------------------------------------
+
+
+def question_info(notebook: str, image: str, timeout: int) -> dict:
+    """A PrairieLearn question's info.json: graded externally, by `image`, within `timeout` s; its
+    uuid is derived from the image and the notebook (the same on every build)."""
+    return {
+        "uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"vitcourse/{image}/{notebook}")),
+        "title": f"vitcourse notebook {notebook}",
+        "topic": "Vision Transformers",
+        "tags": ["vitcourse"],
+        "type": "v3",
+        "singleVariant": True,
+        "gradingMethod": "External",
+        "externalGradingOptions": {
+            "enabled": True,
+            "image": image,
+            "entrypoint": "/usr/local/bin/vitcourse-grade-prairielearn",
+            "timeout": timeout,
+        },
+    }
+
+
+def question_html(notebook: str) -> str:
+    """Its question.html: the notebook uploaded, the grader's results shown."""
+    return (
+        "<pl-question-panel>\n"
+        f"  <p>Upload your notebook <code>{notebook}.ipynb</code>. Its exercises are run on the\n"
+        "  course's checks, with inputs you have not seen; each says what it found.</p>\n"
+        "</pl-question-panel>\n\n"
+        f'<pl-file-upload file-names="{notebook}.ipynb"></pl-file-upload>\n\n'
+        "<pl-submission-panel>\n"
+        "  <pl-external-grader-results></pl-external-grader-results>\n"
+        "  <pl-file-preview></pl-file-preview>\n"
+        "</pl-submission-panel>\n"
+    )
 
 
 def write_json(results: dict, path: Path) -> None:

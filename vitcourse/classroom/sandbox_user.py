@@ -52,6 +52,9 @@ SHARED_TMP = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"), Path("/run/lock"
 STRAY_ENTRIES = 10_000
 
 
+ISSUED: set[int] = set()  # the users this process has given out (`clear_up_all`)
+
+
 def sandbox_user() -> int | None:
     """The host user the next sandbox runs as: None (the teacher's own) unless the grader is
     root, then a number from `SANDBOX_UIDS` that no process has."""
@@ -60,7 +63,14 @@ def sandbox_user() -> int | None:
     while True:
         user = SANDBOX_UIDS.start + secrets.randbelow(len(SANDBOX_UIDS))
         if tasks_of(user) == 0:
+            ISSUED.add(user)
             return user
+
+
+def clear_up_all() -> None:
+    """`clear_up` every user this process gave out: for a grader about to end mid-step."""
+    for user in list(ISSUED):
+        clear_up(user)
 
 
 def setpriv() -> Path | None:
