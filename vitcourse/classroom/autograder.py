@@ -21,7 +21,9 @@ which grade each notebook found as `python -m vitcourse.grade` does
 (`vitcourse.classroom.platforms`). The student's code runs in bubblewrap's sandbox where the
 container allows it, else as a user of its own (`vitcourse.classroom.sandbox.OWN_USER`), and the
 results say which. Before any of it runs, the platform's folder (the grader's files, the results)
-is closed to every user but root, and so is the installed package with its solutions.
+is closed to every user but root, and so, for a user of its own, is the installed package with
+its solutions (in the sandbox a copy without them is mounted over it). A budget (`--budget`,
+PrairieLearn's by default) makes sure results.json is written before the platform stops the job.
 """
 
 from __future__ import annotations
