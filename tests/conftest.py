@@ -114,6 +114,19 @@ def need(module: str, install: str = "pip install -r requirements-extras.txt"):
         pytest.skip(message, allow_module_level=True)  # in a test, a fixture or a module
 
 
+def need_root() -> None:
+    """Root, as the platforms run their graders: a user of its own for the student's code needs
+    it. Skip without it, except under CI, where .ci/run runs as root and its absence fails."""
+    import os
+
+    if os.geteuid() == 0:
+        return
+    why = "this test needs the grader run as root, as Gradescope and PrairieLearn run it"
+    if os.environ.get("CI"):
+        pytest.fail(why, pytrace=False)
+    pytest.skip(why)
+
+
 def need_sandbox() -> None:
     """The grader's sandbox (Linux with bubblewrap) and cloudpickle: skip without them, except
     under CI, where .ci/run installs both and their absence fails the test."""

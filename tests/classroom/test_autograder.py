@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.classroom.hostile import _replace, _write
-from tests.conftest import need_sandbox
+from tests.classroom.hostile import _replace, _write, processes_with
+from tests.conftest import need_root, need_sandbox
 from vitcourse.classroom import autograder, platforms, sandbox
 from vitcourse.classroom.gradebook import Grade
 from vitcourse.classroom.grading import KERNEL_SECONDS
@@ -280,17 +280,6 @@ def patchify(images, patch_size):
 """
 
 
-def _processes_with(marker: str) -> list[str]:
-    found = []
-    for p in Path("/proc").iterdir():
-        try:
-            if p.name.isdigit() and marker in (p / "cmdline").read_text():
-                found.append(p.name)
-        except OSError:
-            pass
-    return found
-
-
 def _submission(kind: str, root: Path) -> dict:
     if kind == "honest":
         return NB01
@@ -346,8 +335,7 @@ def graded(tmp_path_factory):
     the grader lets any user pass through (o+x) the folders above the interpreter: a course or an
     interpreter under /root is reached, nothing there is listed."""
     need_sandbox()
-    if os.geteuid() != 0:
-        pytest.skip("a user of its own needs the grader run as root, as on the platforms")
+    need_root()
     tmp = tmp_path_factory.mktemp("platforms")
     bundle = autograder.build_gradescope(["01_patches"], tmp / "autograder.zip")
     folder = autograder.build_prairielearn(["01_patches"], tmp / "grader", "me/vitcourse:1")
@@ -397,7 +385,7 @@ def test_a_hostile_submission_neither_reads_the_grader_nor_writes_its_score(grad
     refused = "PermissionError" if run[2] == "own-user" else "FileNotFoundError"
     assert read == [refused] * 5 and wrote == f"results.json: {refused}", output
     assert SECRET not in found["text"]
-    assert not _processes_with(MARKER)  # its daemon did not outlive the grading
+    assert not processes_with(MARKER)  # its daemon did not outlive the grading
     assert json.loads(found["text"]) == results  # and did not write results.json since
 
 
@@ -482,8 +470,7 @@ def test_a_job_out_of_the_platforms_time_still_gets_its_results(tmp_path):
     """PrairieLearn shows nothing of a job it kills: when the budget is spent, the grader writes
     results.json itself (what is not graded a timeout), stops what it started, and ends."""
     need_sandbox()
-    if os.geteuid() != 0:
-        pytest.skip("a user of its own needs the grader run as root, as on the platforms")
+    need_root()
     marker = "vitcourse-out-of-time-8e2a"
     slow = (f"import subprocess, sys, time\nsubprocess.Popen([sys.executable, '-c', "
             f"'import time  # {marker}\\ntime.sleep(300)'])\ntime.sleep(300)\n")  # fmt: skip
@@ -500,4 +487,4 @@ def test_a_job_out_of_the_platforms_time_still_gets_its_results(tmp_path):
     assert results["gradable"] and results["score"] == 0
     assert all(t["output"] == "timeout: the grading ran past the 40 s the platform gives it"
                for t in results["tests"])  # fmt: skip
-    assert found["seconds"] < 70 and not _processes_with(marker)
+    assert found["seconds"] < 70 and not processes_with(marker)

@@ -26,6 +26,7 @@ from tests.classroom.hostile import (
     ROUND_TWO,
     SECRET,
     grade_command,
+    processes_with,
     write_hostile_class,
     write_round_two,
 )
@@ -70,17 +71,6 @@ class Listener:
 
 def _files_under(folder: Path) -> dict[Path, bytes]:
     return {p: p.read_bytes() for p in folder.rglob("*") if p.is_file() and not p.is_symlink()}
-
-
-def _processes_with(marker: str) -> list[str]:
-    found = []
-    for p in Path("/proc").iterdir():
-        try:
-            if p.name.isdigit() and marker in (p / "cmdline").read_text():
-                found.append(p.name)
-        except OSError:
-            pass
-    return found
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +125,7 @@ def test_the_secret_and_the_files_stay_where_they_were(hostile):
     # process keeps matplotlib's font cache in HOME, as any matplotlib program does)
     assert _files_under(ROOT / "vitcourse") == hostile["package"], "the package changed"
     assert hostile["listener"].heard == []
-    assert _processes_with("vitcourse-orphan") == []
+    assert processes_with("vitcourse-orphan") == []
     assert not (hostile["root"] / "out" / "owned").exists()
 
 
@@ -196,9 +186,9 @@ def test_a_stopped_grader_loses_nothing_and_resumes(tmp_path):
     kept = [json.loads(line) for line in journal.read_text().splitlines()]
     assert len(kept) >= 1 and all(g["status"] == "passed" for r in kept for g in r["grades"])
     left = time.monotonic() + 15  # the sandboxes die with it (SIGKILL: a moment to be reaped)
-    while _processes_with("vitcourse.classroom.grade_worker") and time.monotonic() < left:
+    while processes_with("vitcourse.classroom.grade_worker") and time.monotonic() < left:
         time.sleep(0.5)
-    assert _processes_with("vitcourse.classroom.grade_worker") == []
+    assert processes_with("vitcourse.classroom.grade_worker") == []
     done = subprocess.run(command + ["--resume"], cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     records = [json.loads(line) for line in journal.read_text().splitlines()]

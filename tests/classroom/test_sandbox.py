@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import need_sandbox
+from tests.classroom.hostile import processes_with
+from tests.conftest import need_root, need_sandbox
 from vitcourse.classroom import sandbox, sandbox_bubblewrap, sandbox_user
 from vitcourse.classroom.sandbox_memory import SHM_MB, memfd_filter
 
@@ -217,8 +218,7 @@ def test_the_hosts_own_folders_are_never_counted():
 def _need_own_user() -> None:
     """Root, as on the platforms: the folders above the interpreter are made passable (o+x) as
     the autograder makes them there, then `OWN_USER` must work (under CI, its absence fails)."""
-    if os.geteuid() != 0:
-        pytest.skip("a user of its own needs the grader run as root, as on the platforms")
+    need_root()
     from vitcourse.environment import default_root
 
     sandbox_user.open_way([Path(sys.executable), Path(sys.prefix), Path(os.__file__),
@@ -278,8 +278,7 @@ def test_a_user_of_its_own_reads_no_private_file_and_leaves_nothing(tmp_path):
         )
     assert int(variables) < 15  # none of the grader's environment
     assert not Path("/dev/shm/left-behind").exists()
-    assert not [p for p in Path("/proc").iterdir() if p.name.isdigit()
-                and marker in _cmdline(p)]  # fmt: skip
+    assert not processes_with(marker)
     assert not sandbox_user.pids_of(int(uid))
 
 
@@ -291,13 +290,6 @@ ZOMBIE_LEADER = (
     "time.sleep(0.2)\n"
     "ctypes.CDLL(None).syscall(60 if os.uname().machine == 'x86_64' else 93, 0)\n"
 )
-
-
-def _cmdline(process: Path) -> str:
-    try:
-        return (process / "cmdline").read_text()
-    except OSError:
-        return ""
 
 
 @pytest.mark.slow
