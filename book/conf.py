@@ -30,6 +30,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = Path(os.environ.get("VITCOURSE_ROOT", HERE.parent)).resolve()
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE))  # book/decks.py
+
+from decks import DECKS, write_decks  # noqa: E402  (book/decks.py, beside this file)
 
 import vitcourse  # noqa: E402
 from vitcourse.classroom.student import BEGIN, strip_solutions  # noqa: E402
@@ -45,12 +48,15 @@ EXPLORER_NOTE = (
 
 
 def links_line(name: str) -> str:
-    """The line under a notebook's title: it and its student copy on Colab, as in the README."""
+    """The line under a notebook's title: it and its student copy on Colab, as in the README, and
+    its slide deck (book/decks.py)."""
     return (
         f"**Run it:** [this notebook on Colab]({colab_url('notebooks', name)}) · "
         f"[the student copy on Colab]({colab_url('student', name)}) "
         "(the exercises open; this page folds the solutions) · on your machine, "
-        f"`jupyter lab student/{name}` ([set-up](../index.md#run-it-on-your-machine))"
+        f"`jupyter lab student/{name}` ([set-up](../index.md#run-it-on-your-machine)). "
+        f'**Teach it:** <a href="../{DECKS}/{Path(name).stem}.slides.html">the slides</a> '
+        "([teaching with slides](../docs/teachers.md#teaching-with-slides))"
     )
 
 
@@ -58,21 +64,32 @@ SHOW_SOLUTION = "Show the solution"
 HIDE_SOLUTION = "Hide the solution"
 
 
+def slide_mark(cell: dict) -> dict:
+    """A cell's slide mark (Jupyter's slideshow metadata), for a cell the book inserts before it."""
+    return {"slideshow": cell["metadata"]["slideshow"]} if "slideshow" in cell["metadata"] else {}
+
+
+CONTINUES = {"slideshow": {"slide_type": "-"}}  # on the slide of the cell before
+SKIPPED = {"slideshow": {"slide_type": "skip"}}  # on the page, not on the slides
+
+
 def exercise_cells(cell: dict, where: str) -> list[dict]:
     """An exercise's cell as the book shows it: the exercise as the student copy has it (its
     solution replaced by `raise NotImplementedError()`), then the cell itself, whose code the
-    page folds under "Show the solution" (MyST-NB's hide-input tag): a reader tries first."""
+    page folds under "Show the solution" (MyST-NB's hide-input tag): a reader tries first. The
+    exercise takes the cell's slide; the solution's code is left out of the deck (book/decks.py)."""
     source = "".join(cell["source"])
     exercise, _ = strip_solutions(source, where)
     shown = {
         "cell_type": "markdown",
-        "metadata": {},
+        "metadata": slide_mark(cell),
         "source": f"*The exercise, as in the student copy:*\n\n```python\n{exercise}\n```",
     }
     tags = [*cell["metadata"].get("tags", []), "hide-input"]
     prompts = {"code_prompt_show": SHOW_SOLUTION, "code_prompt_hide": HIDE_SOLUTION}
     mystnb = {**cell["metadata"].get("mystnb", {}), **prompts}
-    return [shown, {**cell, "metadata": {**cell["metadata"], "tags": tags, "mystnb": mystnb}}]
+    metadata = {**cell["metadata"], "tags": tags, "mystnb": mystnb, **CONTINUES}
+    return [shown, {**cell, "metadata": metadata}]
 
 
 # Notebook 06 trains for a time budget (`MINUTES`), so what its page shows would depend on how busy
@@ -96,8 +113,8 @@ def fixed_passes(cell: dict, notebook: str) -> list[dict]:
         return [cell]
     fixed = source.replace(TIME_BUDGET, f"TrainConfig(epochs={BOOK_EPOCHS})")
     return [
-        {"cell_type": "markdown", "metadata": {}, "source": FIXED_PASSES_NOTE},
-        {**cell, "source": fixed},
+        {"cell_type": "markdown", "metadata": slide_mark(cell), "source": FIXED_PASSES_NOTE},
+        {**cell, "source": fixed, "metadata": {**cell["metadata"], **CONTINUES}},
     ]
 
 
@@ -107,16 +124,21 @@ def staged_notebook(source: Path) -> dict:
     notebook = json.loads(source.read_text())
     cells = []
     for index, cell in enumerate(notebook["cells"]):
-        if not cells and cell["cell_type"] == "markdown":
-            text = "".join(cell["source"])
-            title, _, rest = text.partition("\n")
-            cell = {**cell, "source": f"{title}\n\n{links_line(source.name)}\n{rest}"}
+        if not cells and cell["cell_type"] == "markdown":  # the links go under the title
+            title, _, rest = "".join(cell["source"]).partition("\n")
+            links = {
+                "cell_type": "markdown",
+                "metadata": SKIPPED,
+                "source": links_line(source.name),
+            }
+            cells += [{**cell, "source": title}, links]  # the deck shows no links: skipped
+            cell = {**cell, "id": None, "source": rest.strip("\n"), "metadata": CONTINUES}
         if cell["cell_type"] == "code" and BEGIN in "".join(cell["source"]):
             cells += exercise_cells(cell, f"{source.name}, cell {index}")
             continue
         cells += fixed_passes(cell, source.name)
         if "skip-execution" in cell["metadata"].get("tags", []):
-            cells.append({"cell_type": "markdown", "metadata": {}, "source": EXPLORER_NOTE})
+            cells.append({"cell_type": "markdown", "metadata": CONTINUES, "source": EXPLORER_NOTE})
     for i, cell in enumerate(cells):  # ids stay unique after the inserted notes
         cell["id"] = cell.get("id") or f"book-{i}"
     return {**notebook, "cells": cells}
@@ -248,7 +270,8 @@ def setup(app):
     """Say where the executed notebooks are cached and staged, next to the html (tests/
     test_book.py reads the staged notebooks with their outputs from the cache: MyST-NB's own copies
     in jupyter_execute/ lack the outputs when they came from the cache, and _sources/ holds the
-    student copies); when the build ends, put the student copies in _sources/."""
+    student copies); when the build ends, put the student copies in _sources/ and write each
+    notebook's slide deck into slides/ (book/decks.py)."""
 
     def record(app):
         (Path(app.outdir).parent / "execution-cache.txt").write_text(nb_execution_cache_path)
@@ -258,6 +281,7 @@ def setup(app):
         if exception is None:
             names = [p.name for p in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))]
             student_downloads(Path(app.outdir), names)
+            write_decks(Path(app.outdir), HERE / "notebooks", nb_execution_cache_path, names)
 
     app.connect("builder-inited", record)
     app.connect("build-finished", finished)
