@@ -13,6 +13,7 @@ except under CI (the `CI` variable set), where a missing browser fails the run. 
     pytest tests/test_browser.py
 """
 
+import contextlib
 import json
 import os
 import shutil
@@ -57,14 +58,13 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    """A JupyterLab server on a copy of the notebooks; yields (url, folder)."""
-    _need_browser()
-    home = tmp_path_factory.mktemp("lab")
+@contextlib.contextmanager
+def running_lab(home: Path, names: list[str]):
+    """A JupyterLab server (quick mode, no token, a free port) on copies of the notebooks `names`
+    in home/notebooks; yields (url, that folder). tests/test_slides_lab.py starts one too."""
     work = home / "notebooks"
     work.mkdir()
-    for name in EXPLORER_NOTEBOOKS:
+    for name in names:
         shutil.copy(ROOT / "notebooks" / name, work / name)
     # JupyterLab 4 renders only the cells in view; render them all, so every output is in the DOM.
     settings = home / "settings" / "@jupyterlab" / "notebook-extension"
@@ -100,6 +100,14 @@ def lab(tmp_path_factory):
         except subprocess.TimeoutExpired:
             server.kill()
         log.close()
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """A JupyterLab server on a copy of the explorer notebooks; yields (url, folder)."""
+    _need_browser()
+    with running_lab(tmp_path_factory.mktemp("lab"), EXPLORER_NOTEBOOKS) as running:
+        yield running
 
 
 @pytest.fixture(scope="module")
