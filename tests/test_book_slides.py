@@ -205,3 +205,19 @@ def test_three_slides_as_a_class_sees_them(book, browser, tmp_path):  # noqa: F8
     if shots:
         for path in found.values():
             shutil.copy(path, Path(shots) / path.name)
+
+
+def test_a_deck_prints_to_pdf_one_page_a_slide(book, browser, tmp_path):  # noqa: F811
+    """reveal.js's print view (`?print-pdf`), as a teacher prints a handout: Chromium's PDF of it
+    has a page for every slide (a fragment's steps print as one)."""
+    address = serve(book)
+    context = browser.new_context(viewport=SCREEN)
+    context.route(ELSEWHERE, lambda route: route.abort())
+    page = context.new_page()
+    page.goto(address + deck_path("01_patches.ipynb") + "?print-pdf", wait_until="networkidle")
+    page.wait_for_function("() => window.Reveal && Reveal.isReady()")
+    slides = page.evaluate("() => Reveal.getTotalSlides()")
+    pdf = page.pdf(width="1280px", height="720px", print_background=True)
+    context.close()
+    pages = len(re.findall(rb"/Type\s*/Page\b", pdf))
+    assert pages == slides, f"the PDF has {pages} pages for {slides} slides"

@@ -49,7 +49,11 @@ Reveal.initialize({
   margin: 0.02,
   transition: "none",
   plugins: [RevealNotes],
+  pdfMaxPagesPerSlide: 1, // printed (?print-pdf): a page a slide, each fitted as on screen
 }).then(() => {
+  if (Reveal.isPrintView()) {
+    document.querySelectorAll(".reveal .slides section:not(.stack)").forEach(fitSlide);
+  }
   window.fitSlides();
   for (const image of document.querySelectorAll(".reveal img")) {
     image.addEventListener("load", window.fitSlides);
