@@ -33,35 +33,36 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))  # book/decks.py
 
 from decks import DECKS, write_decks  # noqa: E402  (book/decks.py, beside this file)
+from words import WORDS  # noqa: E402  (book/words.py: the book's own words, in each language)
 
 import vitcourse  # noqa: E402
 from vitcourse.classroom.student import BEGIN, strip_solutions  # noqa: E402
 from vitcourse.hosting import colab_url  # noqa: E402
 
-NOTEBOOKS = Path(os.environ.get("VITCOURSE_BOOK_NOTEBOOKS", ROOT / "notebooks")).resolve()
+# The edition: English (the source), or Spanish (`book/build --language es`: the notebooks of es/,
+# written by python -m vitcourse.translate es, into html/es/; its landing page is book/es/index.md).
+LANGUAGE = os.environ.get("VITCOURSE_BOOK_LANGUAGE", "en")
+WORDS_HERE = WORDS[LANGUAGE]
+EDITION = ROOT if LANGUAGE == "en" else ROOT / LANGUAGE  # notebooks/ and student/ are in it
+NOTEBOOKS = Path(os.environ.get("VITCOURSE_BOOK_NOTEBOOKS", EDITION / "notebooks")).resolve()
 QUICK = os.environ.get("VITCOURSE_QUICK", "0") not in ("", "0")
 MODE = "quick" if QUICK else "full"
-EXPLORER_NOTE = (
-    "*The book shows this explorer's first view: the figure drawn by the cell above. In JupyterLab "
-    "or on Colab the cell opens it with its sliders, and moving them redraws the figure.*"
-)
+EXPLORER_NOTE = WORDS_HERE["explorer"]
 
 
 def links_line(name: str) -> str:
     """The line under a notebook's title: it and its student copy on Colab, as in the README, and
     its slide deck (book/decks.py)."""
-    return (
-        f"**Run it:** [this notebook on Colab]({colab_url('notebooks', name)}) · "
-        f"[the student copy on Colab]({colab_url('student', name)}) "
-        "(the exercises open; this page folds the solutions) · on your machine, "
-        f"`jupyter lab student/{name}` ([set-up](../index.md#run-it-on-your-machine)). "
-        f'**Teach it:** <a href="../{DECKS}/{Path(name).stem}.slides.html">the slides</a> '
-        "([teaching with slides](../docs/teachers.md#teaching-with-slides))"
-    )
+    folder = "student" if LANGUAGE == "en" else f"{LANGUAGE}/student"
+    return WORDS_HERE["links"].format(
+        teacher=colab_url(EDITION.relative_to(ROOT).joinpath("notebooks").as_posix(), name),
+        student=colab_url(folder, name), folder=folder, name=name,
+        deck=f"{DECKS}/{Path(name).stem}.slides.html",
+    )  # fmt: skip
 
 
-SHOW_SOLUTION = "Show the solution"
-HIDE_SOLUTION = "Hide the solution"
+SHOW_SOLUTION = WORDS_HERE["show"]
+HIDE_SOLUTION = WORDS_HERE["hide"]
 
 
 def slide_mark(cell: dict) -> dict:
@@ -83,7 +84,7 @@ def exercise_cells(cell: dict, where: str) -> list[dict]:
     shown = {
         "cell_type": "markdown",
         "metadata": slide_mark(cell),
-        "source": f"*The exercise, as in the student copy:*\n\n```python\n{exercise}\n```",
+        "source": f"{WORDS_HERE['exercise']}\n\n```python\n{exercise}\n```",
     }
     tags = [*cell["metadata"].get("tags", []), "hide-input"]
     prompts = {"code_prompt_show": SHOW_SOLUTION, "code_prompt_hide": HIDE_SOLUTION}
@@ -98,12 +99,7 @@ def exercise_cells(cell: dict, where: str) -> list[dict]:
 # says so above the cell: the page shows a run of the same length on any build machine.
 BOOK_EPOCHS = 7
 TIME_BUDGET = "TrainConfig(minutes=MINUTES)"
-FIXED_PASSES_NOTE = (
-    f"*On this page the model trains for {BOOK_EPOCHS} passes over the training images "
-    f"(`TrainConfig(epochs={BOOK_EPOCHS})`) instead of for `MINUTES` minutes, so that the page "
-    "shows a run of the same length whichever machine built the book. Your copy trains for the "
-    "time budget.*"
-)
+FIXED_PASSES_NOTE = WORDS_HERE["fixed"].format(epochs=BOOK_EPOCHS)
 
 
 def fixed_passes(cell: dict, notebook: str) -> list[dict]:
@@ -122,9 +118,10 @@ def staged_notebook(source: Path) -> dict:
     """The notebook as the book shows it: the links under its title, a note under each explorer,
     each exercise shown open and its solution folded."""
     notebook = json.loads(source.read_text())
-    cells = []
+    cells, titled = [], False
     for index, cell in enumerate(notebook["cells"]):
-        if not cells and cell["cell_type"] == "markdown":  # the links go under the title
+        if not titled and cell["cell_type"] == "markdown":  # the links go under the title
+            titled = True
             title, _, rest = "".join(cell["source"]).partition("\n")
             links = {
                 "cell_type": "markdown",
@@ -162,7 +159,8 @@ def stage() -> None:
     for source in sources:
         text = json.dumps(staged_notebook(source), indent=1, ensure_ascii=False) + "\n"
         write_if_changed(folder / source.name, text)
-    for source in sorted((ROOT / "docs").glob("*.md")) + sorted((ROOT / "docs").glob("*.png")):
+    docs = [] if LANGUAGE != "en" else sorted((ROOT / "docs").glob("*.md"))  # English only
+    for source in docs + sorted((ROOT / "docs").glob("*.png")):
         target = HERE / "docs" / source.name
         if not target.exists() or target.read_bytes() != source.read_bytes():
             target.parent.mkdir(exist_ok=True)
@@ -179,8 +177,8 @@ def execution_cache() -> str:
     )
     for path in sources:
         digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
-    folder = HERE / "_build" / f".jupyter_cache-{MODE}-{digest.hexdigest()[:12]}"
-    for old in folder.parent.glob(f".jupyter_cache-{MODE}-*"):
+    folder = HERE / "_build" / f".jupyter_cache-{MODE}-{LANGUAGE}-{digest.hexdigest()[:12]}"
+    for old in folder.parent.glob(f".jupyter_cache-{MODE}-{LANGUAGE}-*"):
         if old != folder:
             shutil.rmtree(old)
     return str(folder)
@@ -188,7 +186,8 @@ def execution_cache() -> str:
 
 stage()
 
-project = "vitcourse: build a Vision Transformer, step by step"
+project = WORDS_HERE["title"]
+language = LANGUAGE  # the pages' lang="...", and Sphinx's and the theme's own words
 author = "the vitcourse authors"
 copyright = "the vitcourse authors"  # noqa: A001 (Sphinx's name)
 # sphinx-mathjax-offline: MathJax 3 copied into the site, so the equations render offline (the
@@ -203,7 +202,7 @@ extensions = [
     "sphinx_copybutton",
 ]
 copybutton_selector = "div:not(.output) > div.highlight pre"  # code, not the outputs
-exclude_patterns = ["_build", "README.md", "**/.ipynb_checkpoints"]
+exclude_patterns = ["_build", "README.md", "**/.ipynb_checkpoints", "es"]
 templates_path = ["_templates"]
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence"]
 myst_heading_anchors = 3
@@ -235,7 +234,7 @@ autodoc_inherit_docstrings = False  # not Lightning's docstrings on our override
 default_role = "code"  # the docstrings' `name` is code, as in Markdown
 
 html_theme = "sphinx_book_theme"
-html_title = "vitcourse"
+html_title = "vitcourse" if LANGUAGE == "en" else f"vitcourse ({LANGUAGE})"
 html_theme_options = {
     "repository_url": f"https://github.com/{__import__('vitcourse.hosting').hosting.REPOSITORY}",
     "use_repository_button": True,
@@ -249,7 +248,10 @@ html_css_files = ["course.css"]
 html_favicon = "favicon.png"
 # Light or dark as the reader's system is set (the theme's switch still changes it); named, as the
 # theme's switch otherwise logs an error at first.
-html_context = {"default_mode": "auto"}
+html_context = {"default_mode": "auto", "other_edition": WORDS_HERE["other"]}
+# Every page links to the other edition, under the navigation (_templates/other-edition.html).
+html_sidebars = {"**": ["navbar-logo.html", "icon-links.html", "search-button-field.html",
+                        "sbt-sidebar-nav.html", "other-edition.html"]}  # fmt: skip
 html_last_updated_fmt = None
 
 
@@ -258,7 +260,7 @@ def student_downloads(outdir: Path, notebooks: list[str]) -> list[Path]:
     source from _sources/) the notebook's student copy: a reader downloads the exercises open."""
     written = []
     for name in notebooks:
-        student = ROOT / "student" / name
+        student = EDITION / "student" / name
         target = outdir / "_sources" / "notebooks" / name
         if student.is_file() and target.parent.is_dir():
             shutil.copyfile(student, target)
@@ -281,7 +283,8 @@ def setup(app):
         if exception is None:
             names = [p.name for p in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))]
             student_downloads(Path(app.outdir), names)
-            write_decks(Path(app.outdir), HERE / "notebooks", nb_execution_cache_path, names)
+            if app.config.nb_execution_mode != "off":  # -D nb_execution_mode=off: pages only
+                write_decks(Path(app.outdir), HERE / "notebooks", nb_execution_cache_path, names)
 
     app.connect("builder-inited", record)
     app.connect("build-finished", finished)

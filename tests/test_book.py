@@ -61,25 +61,35 @@ def _need_book_tools():
 
 
 def build_book(
-    folder: Path, notebooks: Path = ROOT / "notebooks", root: Path = ROOT
+    folder: Path, notebooks: Path = ROOT / "notebooks", root: Path = ROOT, language: str = "en"
 ) -> subprocess.CompletedProcess:
     """Build the book from a copy of book/ in `folder`, in quick mode, with the package, docs/ and
-    student/ of `root`; the html is in folder/book/_build/html."""
+    student/ of `root`; the html is in folder/book/_build/html (the Spanish edition, `language`
+    "es", in html/es/, from root's es/notebooks)."""
     source = folder / "book"
     shutil.copytree(
-        ROOT / "book", source, ignore=shutil.ignore_patterns("_build", "notebooks", "docs")
+        ROOT / "book",
+        source,
+        ignore=shutil.ignore_patterns("_build", "notebooks", "docs"),
+        dirs_exist_ok=True,
     )
     shutil.rmtree(source / "reference", ignore_errors=True)
     env = dict(
         os.environ,
         VITCOURSE_QUICK="1",
         VITCOURSE_ROOT=str(root),
-        VITCOURSE_BOOK_NOTEBOOKS=str(notebooks),
         VITCOURSE_BOOK_CACHE=str(folder / "cache"),
         PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
     )
+    if language == "en":
+        env["VITCOURSE_BOOK_NOTEBOOKS"] = str(notebooks)
     return subprocess.run(
-        ["bash", str(source / "build"), "-q"],
+        [
+            "bash",
+            str(source / "build"),
+            *(["--language", language] if language != "en" else []),
+            "-q",
+        ],
         env=env,
         capture_output=True,
         text=True,
@@ -97,8 +107,9 @@ def book(tmp_path_factory) -> Path:
         assert (html / "index.html").exists(), f"VITCOURSE_BOOK_HTML={given} holds no index.html"
         return html
     folder = tmp_path_factory.mktemp("book")
-    done = build_book(folder)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    for language in ("en", "es"):  # side by side: each edition links to the other
+        done = build_book(folder, language=language)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return folder / "book" / "_build" / "html"
 
 
@@ -288,9 +299,14 @@ def browser_problems(seen: dict[str, dict]) -> list[str]:
     ]
 
 
+def both_editions(html: Path) -> list[str]:
+    """Every page of the English edition's navigation, and of the Spanish edition's (in es/)."""
+    return navigation(html) + [f"es/{page}" for page in navigation(html / "es")]
+
+
 @pytest.fixture(scope="module")
 def browsed(book, browser):
-    return browse(browser, serve(book), navigation(book))
+    return browse(browser, serve(book), both_editions(book))
 
 
 def test_the_navigation_reaches_every_notebook_and_page(book):
@@ -314,7 +330,25 @@ def test_every_page_loads_without_a_console_error_or_a_request_elsewhere(browsed
 
 def test_no_page_shows_an_error_a_dead_link_or_a_figure_without_words(book):
     problems = [problem for page in navigation(book) for problem in page_problems(book, page)]
+    spanish = book / "es"
+    problems += [p for page in navigation(spanish) for p in page_problems(spanish, page)]
     assert problems == []
+
+
+def test_both_editions_link_to_each_other_on_every_page_and_say_their_language(book):
+    from bs4 import BeautifulSoup
+
+    count = len(list((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")))
+    for folder, lang, other in [("", "en", "es/index.html"), ("es/", "es", "index.html")]:
+        pages = navigation(book / folder)
+        assert len([p for p in pages if p.startswith("notebooks/")]) == count, lang
+        for page in pages:
+            soup = BeautifulSoup((book / folder / page).read_text(), "html.parser")
+            assert soup.html["lang"] == lang, page
+            link = soup.select_one("nav.other-edition a[href]")
+            assert link is not None, f"{folder}{page}: no link to the other edition"
+            where = os.path.dirname(folder + page)
+            assert os.path.normpath(os.path.join(where, link["href"])) == other, (page, link)
 
 
 def test_each_notebook_page_shows_every_figure_its_notebook_draws(book):

@@ -188,3 +188,16 @@ def test_every_shipped_model_loads_in_a_fresh_process():
     assert done.returncode == 0, done.stderr[-2000:]
     kinds, trainer_loaded = done.stdout.split("\n")[:2]
     assert "mae" in kinds and "vit" in kinds and trainer_loaded == "False", done.stdout
+
+
+def test_the_checkpoint_errors_are_in_the_translation_template():
+    """What a learner reads when a checkpoint will not load goes through `_` (vitcourse.language)."""
+    from vitcourse.translation.catalogs import package_template
+
+    catalog = package_template()
+    for message in (
+        "no checkpoint at {path}",
+        "{path} is not a readable checkpoint ({error})",
+        "{path} holds a model that cannot be rebuilt: {error}",
+    ):
+        assert catalog.get(message) is not None, message

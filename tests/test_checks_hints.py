@@ -250,3 +250,48 @@ def test_k_dot_T_in_attention_gets_the_hint_and_not_pytorchs_fix():
     _assert_short_and_clean("attention", lines)
     assert "`.T` reverses *all* of them" in lines[1]
     assert "mT" not in "\n".join(lines)  # PyTorch's warning would name the fix
+
+
+def _extracted(catalog):
+    """Whether a text is a message of `catalog`, or one of its templates ("{name}: ...") filled."""
+    exact = {message.id for message in catalog if message.id}
+    templates = [
+        re.compile(".+?".join(re.escape(part) for part in re.split(r"\{\w*\}", text)), re.S)
+        for text in exact
+        if "{" in text
+    ]
+    return lambda text: text in exact or any(t.fullmatch(text) for t in templates)
+
+
+def test_what_the_checks_say_is_extracted_for_the_translators(monkeypatch):
+    """Every hint a check holds (both tiers, its errors' and its inputs' words too) and what a
+    failed check, a verdict, `hint()` and `progress()` say are marked for the catalog (`_`, `N_`),
+    so a translation can reach each of them."""
+    from vitcourse.translation.catalogs import package_template
+
+    catalog = package_template()
+    for message in [
+        "{name} is not right yet: {problem}",
+        "Hint: {hint}",
+        'More help: hint("{name}")   (from vitcourse.checks import hint)',
+        "✓ {name}: correct, it matches the reference. Well done!",
+        "Hint for {name}: {text}",
+        "{passed} of {total} exercises passed (recorded in {file})",
+        "not run yet",
+        checks.registry.TEACHERS,
+        "keep __init__ exactly as given; write only forward.",
+        "{where}the shape is right but the values are not",
+        "your code raised {error}",
+    ]:
+        assert catalog.get(message) is not None, message
+    extracted = _extracted(catalog)
+    cells = {
+        getattr(checks, n).exercise: getattr(checks, n) for n in checks.__all__ if n[:6] == "check_"
+    }
+    for name in checks.EXERCISES:
+        check = cells[name].__wrapped__
+        raised = [hint for _text, hint in getattr(check, "raised", [])]
+        texts = [check.more, check.called] + [t for h in raised for t in (h, h.more)]
+        texts += [t for h in _hints_given(name, monkeypatch) for t in (h, getattr(h, "more", ""))]
+        missing = [text for text in texts if text and not extracted(text)]
+        assert not missing, (name, missing)

@@ -125,3 +125,13 @@ def test_the_course_models_live_figure_is_readable_in_the_books_column():
     smallest = min(t.get_fontsize() for t in words) * dpi / 72 * scale
     assert smallest >= 12, f"the smallest words are {smallest:.1f} pixels tall in the book"
     matplotlib.pyplot.close(fig)
+
+
+def test_the_live_figures_words_are_in_the_translation_template():
+    """The live figure's titles and legends go through `_` (vitcourse.language)."""
+    from vitcourse.translation.catalogs import package_template
+
+    catalog = package_template()
+    for message in ("train (steps)", "train (epoch mean)", "accuracy (validation: {percent:.1f}%)",
+                    "last, head {head}", "layer {layer}"):  # fmt: skip
+        assert catalog.get(message) is not None, message

@@ -167,7 +167,7 @@ def test_notebook_01s_first_check_loads_its_own_module_only():
     patching check and `vitcourse.patching`: not the trainer, the data layer or the other checks."""
     loaded = _loaded_by("from vitcourse.checks import check_patchify")
     checks = {"harness", "answers", "hints", "registry", "patching"}
-    expected = {"vitcourse", "vitcourse.patching", "vitcourse.checks"}
+    expected = {"vitcourse", "vitcourse.patching", "vitcourse.checks", "vitcourse.language"}
     assert set(loaded) == expected | {f"vitcourse.checks.{m}" for m in checks}, loaded
 
 
@@ -282,7 +282,8 @@ def test_the_top_level_holds_the_model_and_what_a_learner_reads_and_the_old_door
     assert set(LEARNER_MODULES) <= top
     assert len(top) <= 20, sorted(top)
     subpackages = {path.parent.name for path in PACKAGE.glob("*/__init__.py")}
-    assert subpackages == {"checks", "training", "data", "cli", "classroom", "bridges"}
+    assert subpackages == {"checks", "training", "data", "cli", "classroom", "bridges",
+                           "translation"}  # fmt: skip
     for name in subpackages:  # each opens with a map of its rooms
         map_ = ast.get_docstring(ast.parse((PACKAGE / name / "__init__.py").read_text()))
         rooms = {p.stem for p in (PACKAGE / name).glob("*.py")} - {"__init__"}

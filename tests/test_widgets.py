@@ -171,3 +171,19 @@ def test_jupyterlab_renders_widgets():
     listing = re.sub(r"\x1b\[[0-9;]*m", "", result.stdout + result.stderr)  # drop colours
     line = next((e for e in listing.splitlines() if "@jupyter-widgets/jupyterlab-manager" in e), "")
     assert "enabled" in line and "OK" in line, listing
+
+
+def test_the_explorers_words_are_in_the_translation_template():
+    """The explorers' slider descriptions, titles and labels go through `_` (vitcourse.language)."""
+    from vitcourse.translation.catalogs import package_template
+
+    catalog = package_template()
+    for message in (
+        "patch size",
+        "query token",
+        "the sequence: N = {tokens} tokens of {numbers} numbers\n"
+        "attention compares every pair: {tokens}² = {scores:,} scores per head",
+        "layer {layer}, head {head}: every token's weights\n(log colour scale; rows sum to 1)",
+        "cosine similarity ({low:.2f}: the least alike pair of patches)",
+    ):
+        assert catalog.get(message) is not None, message

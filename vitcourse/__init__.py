@@ -26,6 +26,8 @@ Beside it, the other models and what the notebooks use to look at them::
     environment         notebook 00: the machine (quick mode, the data folder, the device) and
                         every notebook's set-up cell (`setup`)
     hosting             Colab and Kaggle: the packages around their torch, the course files
+    language            the language the course speaks: English, or Spanish
+                        (`VITCOURSE_LANG=es`, `set_language("es")`)
 
 And the machinery, in subpackages named for who uses it (each opens with a map of its rooms)::
 
@@ -38,10 +40,13 @@ And the machinery, in subpackages named for who uses it (each opens with a map o
     cli/                python -m vitcourse.train / vitcourse.pretrain and their run folder
     classroom/          student copies, and a class graded, each notebook in a sandbox
     bridges/            notebook 10: TensorBoard and PyTorch Lightning (the extras)
+    translation/        the course in Spanish: catalogs of what the notebooks and the package
+                        say, and python -m vitcourse.translate
 
 Old doors: `datasets`, `distillation`, `pretraining`, `tensorboard`, `lightning`, `train`,
-`pretrain`, `grade` and `student` are files of a few lines that stand for the module of that name
-in its subpackage, so that the notebooks' imports and the documented commands keep working.
+`pretrain`, `grade`, `student` and `translate` are files of a few lines that stand for the module
+of that name in its subpackage, so that the notebooks' imports and the documented commands keep
+working.
 
 Imports flow one way, from the bottom up (tests/test_package.py checks there is no cycle,
 subpackages included): hosting, environment and `training.scaling`; then patching and
@@ -61,27 +66,29 @@ Shape legend, used in every docstring and comment::
 
 __version__ = "0.1.0"
 
-_MOVED = {"ViTConfig": "vit", "VisionTransformer": "vit"}  # documented in vitcourse.vit
+# Names documented in their modules, reachable from the top too: vitcourse.set_language("es").
+_MOVED = {"ViTConfig": "vit", "VisionTransformer": "vit", "set_language": "language"}
 
 # The old doors (above): each of these files stands for the module it names, in its subpackage.
 OLD_DOORS = {
     "datasets": "data.datasets", "distillation": "training.distillation",
     "pretraining": "training.pretraining", "tensorboard": "bridges.tensorboard",
     "lightning": "bridges.lightning", "train": "cli.train", "pretrain": "cli.pretrain",
-    "grade": "classroom.grade", "student": "classroom.student",
+    "grade": "classroom.grade", "student": "classroom.student", "translate": "translation.cli",
 }  # fmt: skip
 
 
 def __getattr__(name: str):
-    """`vitcourse.ViTConfig` and `vitcourse.VisionTransformer`, imported when first asked for:
-    importing one module (`vitcourse.patching`, the grader's worker) loads that module and what it
-    needs, not the whole model with its data layer and torchvision (seconds on a laptop)."""
+    """`vitcourse.ViTConfig`, `vitcourse.VisionTransformer` and `vitcourse.set_language`, imported
+    when first asked for: importing one module (`vitcourse.patching`, the grader's worker) loads
+    that module and what it needs, not the whole model with its data layer and torchvision
+    (seconds on a laptop)."""
     if name in _MOVED:
-        from vitcourse import vit
+        import importlib
 
-        return getattr(vit, name)
+        return getattr(importlib.import_module(f"vitcourse.{_MOVED[name]}"), name)
     raise AttributeError(f"module 'vitcourse' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_MOVED))  # tab completion shows ViTConfig, VisionTransformer
+    return sorted(set(globals()) | set(_MOVED))  # tab completion shows the names above

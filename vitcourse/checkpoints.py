@@ -26,6 +26,7 @@ from vitcourse.cnn import CNNConfig, SmallCNN
 from vitcourse.data.loading import dataset_info
 from vitcourse.deit import DistilledViT
 from vitcourse.environment import default_root
+from vitcourse.language import _
 from vitcourse.mae import MAEConfig, MaskedAutoencoder
 from vitcourse.vit import VisionTransformer, ViTConfig
 
@@ -56,7 +57,11 @@ def register_architecture(model_class: type[nn.Module], config_class: type) -> t
     """
     name = getattr(model_class, "architecture", None)
     if not isinstance(name, str):
-        raise TypeError(f"{model_class.__name__} needs a class attribute `architecture` (a name)")
+        raise TypeError(
+            _("{name} needs a class attribute {attribute} (a name)").format(
+                name=model_class.__name__, attribute="`architecture`"
+            )
+        )
     ARCHITECTURES[name] = (model_class, config_class)
     return model_class
 
@@ -116,16 +121,22 @@ def load_checkpoint(path: str | Path) -> dict:
     """Read a checkpoint safely (`weights_only=True`: tensors and plain data, never code)."""
     path = Path(path)
     if not path.exists():
-        raise CheckpointError(f"no checkpoint at {path}")
+        raise CheckpointError(_("no checkpoint at {path}").format(path=path))
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # truncated, corrupt, or not a torch file at all
         raise CheckpointError(
-            f"{path} is not a readable checkpoint ({type(e).__name__}: {e})"
+            _("{path} is not a readable checkpoint ({error})").format(
+                path=path, error=f"{type(e).__name__}: {e}"
+            )
         ) from e
     missing = {"model", "model_config"} - set(state) if isinstance(state, dict) else {"model"}
     if missing:
-        raise CheckpointError(f"{path} is not a vitcourse checkpoint: it lacks {sorted(missing)}")
+        raise CheckpointError(
+            _("{path} is not a vitcourse checkpoint: it lacks {missing}").format(
+                path=path, missing=sorted(missing)
+            )
+        )
     return state
 
 
@@ -134,7 +145,9 @@ def build_model(architecture: str, config: dict) -> nn.Module:
     a plain dict (as checkpoints store it)."""
     if architecture not in ARCHITECTURES:
         raise ValueError(
-            f"unknown architecture {architecture!r}: expected one of {list(ARCHITECTURES)}"
+            _("unknown architecture {name}: expected one of {names}").format(
+                name=repr(architecture), names=list(ARCHITECTURES)
+            )
         )
     model_class, config_class = ARCHITECTURES[architecture]
     return model_class(config_class(**config))
@@ -148,5 +161,7 @@ def load_model(path: str | Path) -> nn.Module:
         model = build_model(state.get("architecture", "vit"), state["model_config"])
         model.load_state_dict(state["model"])
     except (TypeError, ValueError, RuntimeError) as e:
-        raise CheckpointError(f"{path} holds a model that cannot be rebuilt: {e}") from e
+        raise CheckpointError(
+            _("{path} holds a model that cannot be rebuilt: {error}").format(path=path, error=e)
+        ) from e
     return model.eval()

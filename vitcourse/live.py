@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from vitcourse.analysis import attention_rollout
+from vitcourse.language import _
 from vitcourse.training.callbacks import Callback
 from vitcourse.training.loop import Trainer
 
@@ -42,7 +43,7 @@ def cls_attention(model, images: torch.Tensor) -> dict[str, torch.Tensor]:
     device = next(model.parameters()).device
     maps = model.attention_maps(images.to(device)).float().cpu()  # (L, B, h, T, T)
     model.train(was_training)
-    L, B, h, T, _ = maps.shape
+    L, B, h, T, _keys = maps.shape
     first = getattr(
         model, "num_prefix_tokens", 1
     )  # the patches come after the cls (and dist) token
@@ -143,9 +144,9 @@ class LivePlot(Callback):
         )
         self._curves(fig, grid, columns)
         titles = (
-            ["image", "rollout"]
-            + [f"last, head {i}" for i in range(h)]
-            + [f"layer {i + 1}" for i in self.layers]
+            [_("image"), _("rollout")]
+            + [_("last, head {head}").format(head=i) for i in range(h)]
+            + [_("layer {layer}").format(layer=i + 1) for i in self.layers]
         )
         self.maps = []
         extent = (0, 1, 1, 0)
@@ -175,24 +176,24 @@ class LivePlot(Callback):
         self.loss_ax = fig.add_subplot(grid[0, : (columns - 1) // 2])
         self.acc_ax = fig.add_subplot(grid[0, (columns + 1) // 2 :])
         (self.step_line,) = self.loss_ax.plot(
-            [], [], color="tab:blue", alpha=0.6, label="train (steps)"
+            [], [], color="tab:blue", alpha=0.6, label=_("train (steps)")
         )
         (self.val_loss_line,) = self.loss_ax.plot(
-            [], [], "o-", color="tab:orange", label="validation"
+            [], [], "o-", color="tab:orange", label=_("validation")
         )
         # Accuracy in percent, each epoch's: the mean over its training batches, and validation.
         (self.train_acc_line,) = self.acc_ax.plot(
-            [], [], "o-", color="tab:blue", alpha=0.6, label="train (epoch mean)"
+            [], [], "o-", color="tab:blue", alpha=0.6, label=_("train (epoch mean)")
         )
         (self.val_acc_line,) = self.acc_ax.plot(
-            [], [], "o-", color="tab:orange", label="validation"
+            [], [], "o-", color="tab:orange", label=_("validation")
         )
-        self.loss_ax.set_xlabel("epoch")
-        self.loss_ax.set_title("loss")
+        self.loss_ax.set_xlabel(_("epoch"))
+        self.loss_ax.set_title(_("loss"))
         self.loss_ax.legend(loc="upper right", fontsize=SMALL)
-        self.acc_ax.set_xlabel("epoch")
+        self.acc_ax.set_xlabel(_("epoch"))
         self.acc_ax.set_ylabel("%")
-        self.acc_ax.set_title("accuracy")
+        self.acc_ax.set_title(_("accuracy"))
         self.acc_ax.legend(loc="lower right", fontsize=SMALL)
 
     def refresh(self, trainer: Trainer) -> None:
@@ -213,7 +214,7 @@ class LivePlot(Callback):
         self.val_acc_line.set_data(ends, [percent(r["val_acc"]) for r in history.epochs])
         if history.epochs and history.epochs[-1]["val_acc"] is not None:
             latest = percent(history.epochs[-1]["val_acc"])
-            self.acc_ax.set_title(f"accuracy (validation: {latest:.1f}%)")
+            self.acc_ax.set_title(_("accuracy (validation: {percent:.1f}%)").format(percent=latest))
         for ax in (self.loss_ax, self.acc_ax):
             ax.relim()
             ax.autoscale_view()

@@ -15,6 +15,7 @@ from matplotlib.colors import LinearSegmentedColormap
 from matplotlib.ticker import MaxNLocator
 
 from vitcourse.embedding import position_similarity
+from vitcourse.language import _
 from vitcourse.patching import draw_patch_grid, patchify
 
 # Weights over a picture: orange, from see-through (an even share) to mostly opaque (the largest
@@ -46,7 +47,11 @@ def patch_grid_figure(image: torch.Tensor, patch_size: int) -> plt.Figure:
     N = patches.shape[0]
     fig, (left, right) = plt.subplots(1, 2, figsize=(9, 4), gridspec_kw={"width_ratios": [1, 1.4]})
     draw_patch_grid(image, patch_size, ax=left, numbers=N <= 64)
-    left.set_title(f"{H}x{W} image, {patch_size}x{patch_size} patches")
+    left.set_title(
+        _("{height}x{width} image, {patch}x{patch} patches").format(
+            height=H, width=W, patch=patch_size
+        )
+    )
     columns = min(N, 14)
     rows = -(-N // columns)  # ceiling division
     strip = torch.ones(rows * (patch_size + 1), columns * (patch_size + 1), C)
@@ -60,8 +65,10 @@ def patch_grid_figure(image: torch.Tensor, patch_size: int) -> plt.Figure:
     strip = strip.numpy()
     right.imshow(strip[..., 0] if C == 1 else strip, cmap="gray", vmin=0, vmax=1)
     right.set_title(
-        f"the sequence: N = {N} tokens of {patch_size * patch_size * C} numbers\n"
-        f"attention compares every pair: {N}² = {N * N:,} scores per head"
+        _("the sequence: N = {tokens} tokens of {numbers} numbers\n"
+          "attention compares every pair: {tokens}² = {scores:,} scores per head").format(
+            tokens=N, numbers=patch_size * patch_size * C, scores=N * N
+        )
     )
     right.axis("off")
     fig.tight_layout()
@@ -73,7 +80,7 @@ def patch_size_explorer(image: torch.Tensor):
 
     sizes = valid_patch_sizes(image.shape[-1])
     start = 4 if 4 in sizes else sizes[0]
-    slider = widgets.SelectionSlider(options=sizes, value=start, description="patch size")
+    slider = widgets.SelectionSlider(options=sizes, value=start, description=_("patch size"))
     return widgets.interactive(
         lambda patch_size: _show(patch_grid_figure(image, patch_size)), patch_size=slider
     )
@@ -87,20 +94,26 @@ def position_similarity_figure(pos_embed: torch.Tensor, row: int, col: int) -> p
     similarity = position_similarity(pos_embed)  # (g, g, g, g)
     g = similarity.shape[0]
     if not (0 <= row < g and 0 <= col < g):
-        raise ValueError(f"patch ({row}, {col}) is outside the {g}x{g} grid")
+        raise ValueError(
+            _("patch ({row}, {col}) is outside the {side}x{side} grid").format(
+                row=row, col=col, side=g
+            )
+        )
     fig, ax = plt.subplots(figsize=(4.6, 4))
     # One colour scale for every patch: from the least alike pair of this embedding to 1 (a patch
     # with itself). A fixed -1..1 scale would show sin-cos positions, all 0.75 to 1 alike, as flat.
     low = similarity.min().item()
     image = ax.imshow(similarity[row, col].numpy(), cmap="viridis", vmin=low, vmax=1)
     ax.scatter([col], [row], marker="x", color="red")
-    ax.set_title(f"cosine similarity with patch ({row}, {col})")
+    ax.set_title(_("cosine similarity with patch ({row}, {col})").format(row=row, col=col))
     ax.set_xticks(range(g))
     ax.set_yticks(range(g))
-    ax.set_xlabel("column")
-    ax.set_ylabel("row")
+    ax.set_xlabel(_("column"))
+    ax.set_ylabel(_("row"))
     bar = fig.colorbar(image, ax=ax, fraction=0.046)
-    bar.set_label(f"cosine similarity ({low:.2f}: the least alike pair of patches)")
+    bar.set_label(
+        _("cosine similarity ({low:.2f}: the least alike pair of patches)").format(low=low)
+    )
     return fig
 
 
@@ -110,8 +123,8 @@ def position_similarity_explorer(pos_embed: torch.Tensor):
     g = position_similarity(pos_embed).shape[0]
     return widgets.interactive(
         lambda row, col: _show(position_similarity_figure(pos_embed, row, col)),
-        row=widgets.IntSlider(value=g // 2, min=0, max=g - 1, description="row"),
-        col=widgets.IntSlider(value=g // 2, min=0, max=g - 1, description="column"),
+        row=widgets.IntSlider(value=g // 2, min=0, max=g - 1, description=_("row")),
+        col=widgets.IntSlider(value=g // 2, min=0, max=g - 1, description=_("column")),
     )
 
 
@@ -127,40 +140,51 @@ def attention_figure(
     marked. Right: that row; with the (C, H, W) `image` (pixels in [0, 1]) and a cls token plus a
     square grid of patches, the weights on the patches are laid over the image.
     """
-    h, T, _ = weights.shape
+    h, T, _keys = weights.shape
     if not (0 <= head < h and 0 <= query < T):
-        raise ValueError(f"head {head} / query {query} out of range: {h} heads, {T} tokens")
+        raise ValueError(
+            _("head {head} / query {query} out of range: {heads} heads, {tokens} tokens").format(
+                head=head, query=query, heads=h, tokens=T
+            )
+        )
     matrix = weights[head].detach().float()
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2), layout="constrained")
     shown = left.imshow(matrix.numpy(), cmap="magma", vmin=0)
-    fig.colorbar(shown, ax=left, fraction=0.046, label="weight")
+    fig.colorbar(shown, ax=left, fraction=0.046, label=_("weight"))
     left.axhline(query, color="cyan", linewidth=1)
     left.xaxis.set_major_locator(MaxNLocator(integer=True))
     left.yaxis.set_major_locator(MaxNLocator(integer=True))
-    left.set_xlabel("key token (0: cls)")
-    left.set_ylabel("query token")
-    left.set_title(f"head {head}: every query's weights (rows sum to 1)", fontsize=10)
+    left.set_xlabel(_("key token (0: cls)"))
+    left.set_ylabel(_("query token"))
+    left.set_title(
+        _("head {head}: every query's weights (rows sum to 1)").format(head=head), fontsize=10
+    )
     row = matrix[query]
     g = round((T - 1) ** 0.5)
     if image is not None and g * g == T - 1:
         weights_map = heat_overlay(right, image, row[1:].reshape(g, g))
-        fig.colorbar(weights_map, ax=right, fraction=0.046, label="weight on the patch")
-        right.set_title(f"query {query}'s weights on the patches (cls: {row[0]:.2f})", fontsize=10)
+        fig.colorbar(weights_map, ax=right, fraction=0.046, label=_("weight on the patch"))
+        right.set_title(
+            _("query {query}'s weights on the patches (cls: {cls:.2f})").format(
+                query=query, cls=row[0]
+            ),
+            fontsize=10,
+        )
     else:
         right.bar(range(T), row.numpy())
-        right.set_xlabel("key token")
-        right.set_title(f"query {query}'s weights")
+        right.set_xlabel(_("key token"))
+        right.set_title(_("query {query}'s weights").format(query=query))
     return fig
 
 
 def attention_explorer(weights: torch.Tensor, image: torch.Tensor | None = None):
     """Pick a query token and a head; see where that token looks."""
 
-    h, T, _ = weights.shape
+    h, T, _keys = weights.shape
     return widgets.interactive(
         lambda query, head: _show(attention_figure(weights, query, head, image)),
-        query=widgets.IntSlider(value=0, min=0, max=T - 1, description="query token"),
-        head=widgets.IntSlider(value=0, min=0, max=h - 1, description="head"),
+        query=widgets.IntSlider(value=0, min=0, max=T - 1, description=_("query token")),
+        head=widgets.IntSlider(value=0, min=0, max=h - 1, description=_("head")),
     )
 
 
@@ -216,12 +240,16 @@ def cls_attention_figure(
     few tokens, which a linear scale would show as one bright dot on black. Right: the cls token's
     row, its weights on the patches laid over the image with `heat_overlay`.
     """
-    h, T, _ = weights.shape
+    h, T, _keys = weights.shape
     g = round((T - 1) ** 0.5)
     if not 0 <= head < h:
-        raise ValueError(f"head {head} out of range: {h} heads")
+        raise ValueError(
+            _("head {head} out of range: {heads} heads").format(head=head, heads=h)
+        )
     if g * g != T - 1:
-        raise ValueError(f"{T} tokens are not a cls token plus a square grid of patches")
+        raise ValueError(
+            _("{tokens} tokens are not a cls token plus a square grid of patches").format(tokens=T)
+        )
     matrix = weights[head].detach().float().cpu()
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2), layout="constrained")
     magma = plt.colormaps["magma"]
@@ -231,19 +259,23 @@ def cls_attention_figure(
     left.add_patch(  # a frame round row 0: the cls token's weights
         plt.Rectangle((-0.5, -0.5), T, 1, fill=False, edgecolor="cyan", linewidth=1.5)
     )
-    left.set_xlabel("key token (0 = cls)")
-    left.set_ylabel("query token (0 = cls, framed)")
-    where = f"layer {layer + 1}, head {head}" if layer is not None else f"head {head}"
-    left.set_title(f"{where}: every token's weights\n(log colour scale; rows sum to 1)")
+    left.set_xlabel(_("key token (0 = cls)"))
+    left.set_ylabel(_("query token (0 = cls, framed)"))
+    if layer is not None:
+        title = _("layer {layer}, head {head}: every token's weights\n"
+                  "(log colour scale; rows sum to 1)")
+    else:
+        title = _("head {head}: every token's weights\n(log colour scale; rows sum to 1)")
+    left.set_title(title.format(layer=None if layer is None else layer + 1, head=head))
     bar = fig.colorbar(shown, ax=left, fraction=0.046)
     bar.ax.axhline(1 / T, color="cyan", linewidth=2)
-    bar.set_label(f"attention weight (cyan: 1/{T}, even)")
+    bar.set_label(_("attention weight (cyan: 1/{tokens}, even)").format(tokens=T))
     row = matrix[0]
     overlay = heat_overlay(right, image, row[1:].reshape(g, g))
-    fig.colorbar(overlay, ax=right, fraction=0.046, label="weight on the patch")
+    fig.colorbar(overlay, ax=right, fraction=0.046, label=_("weight on the patch"))
     right.set_title(
-        f"the cls token's weights on the patches\n(largest {row[1:].max():.2f}, "
-        f"on itself {row[0]:.2f})"
+        _("the cls token's weights on the patches\n(largest {largest:.2f}, on itself "
+          "{itself:.2f})").format(largest=row[1:].max(), itself=row[0])
     )
     return fig
 
@@ -255,12 +287,12 @@ def cls_attention_explorer(maps: torch.Tensor, pictures: torch.Tensor):
     [0, 1]. Each view is `cls_attention_figure`.
     """
 
-    L, B, h, _, _ = maps.shape
+    L, B, h, _queries, _keys = maps.shape
     return widgets.interactive(
         lambda image, layer, head: _show(
             cls_attention_figure(maps[layer, image], head, pictures[image], layer)
         ),
-        image=widgets.IntSlider(value=0, min=0, max=B - 1, description="image"),
-        layer=widgets.IntSlider(value=L - 1, min=0, max=L - 1, description="layer"),
-        head=widgets.IntSlider(value=0, min=0, max=h - 1, description="head"),
+        image=widgets.IntSlider(value=0, min=0, max=B - 1, description=_("image")),
+        layer=widgets.IntSlider(value=L - 1, min=0, max=L - 1, description=_("layer")),
+        head=widgets.IntSlider(value=0, min=0, max=h - 1, description=_("head")),
     )

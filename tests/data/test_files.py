@@ -89,3 +89,27 @@ def test_download_false_never_touches_the_network(tmp_path, monkeypatch):
     monkeypatch.setattr(files, "is_online", lambda url, timeout=5.0: pytest.fail("went online"))
     with pytest.raises(DatasetNotFoundError, match="download=False was given"):
         load_dataset("cifar10", root=tmp_path, download=False)
+
+
+def test_the_data_layers_messages_are_in_the_translation_template():
+    """What `load_dataset`, `make_loaders` and a folder of your own say goes through `_`, so the
+    catalog extraction finds it (vitcourse.language)."""
+    from vitcourse.translation.catalogs import package_template
+
+    catalog = package_template()
+    for message in (
+        "{name} is not in {folder} and cannot be downloaded: {reason}.\n"
+        "To get it, either run this once on a machine that is online:\n"
+        "    {command}\n"
+        "and copy its data folder here, or download the archive(s) from {url}/ "
+        "and place them at: {archives}.\n"
+        "Fashion-MNIST ships with the course and always works offline: {offline}.",
+        "{host} cannot be reached (offline?)",
+        "unknown dataset {name}: expected one of {names}, or the path of a folder of your own "
+        "images with one sub-folder per class",
+        "{argument} must be between 1 and {most} for {name}, got {value}",
+        "no course model fits {size} x {size} images: sizes {sizes}",
+        "28, or a multiple of 4 from 16 to 64 (32 by default)",
+        "unknown photo {name}: expected one of {names}",
+    ):
+        assert catalog.get(message) is not None, message

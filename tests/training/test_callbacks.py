@@ -94,3 +94,24 @@ def test_a_callback_can_stop_training_cleanly(tmp_path, toy_loaders):
     trainer.callbacks = []  # fit again: no stop left, so it trains to the end
     trainer.fit()
     assert trainer.stopped is None and trainer.steps_done > 5
+
+
+def test_the_trainers_lines_and_errors_are_in_the_translation_template():
+    """The epoch lines, the interrupted and saved messages and the trainer's errors go through
+    `_`, so the catalog extraction finds them (vitcourse.language)."""
+    from vitcourse.translation.catalogs import package_template
+
+    catalog = package_template()
+    for message in (
+        "epoch {epoch:>3}  train loss {loss:.3f}  ",
+        "val acc {percent:.2f}%  ",
+        "{seconds:.0f}s trained",
+        "interrupted after {steps} steps; the model and history are kept",
+        "saved {path}; resume with {method} or {option}",
+        "{path} holds a model but not a training run to resume (no {missing}): use "
+        "{function} for it",
+        "the student has {student} classes and the teacher {teacher}: train the teacher on the "
+        "same dataset",
+        "Masked-patch pre-training: the hidden patches painted back",
+    ):
+        assert catalog.get(message) is not None, message

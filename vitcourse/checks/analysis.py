@@ -13,11 +13,21 @@ from vitcourse.checks.answers import type_name
 from vitcourse.checks.harness import compare, fail, randomized, seeded
 from vitcourse.checks.hints import Hint
 from vitcourse.checks.registry import exercise
+from vitcourse.language import N_, _
 
-_ROLLOUT_MORE = (
+_ROLLOUT_MORE = N_(
     "start from the identity (B, T, T); for each layer, first to last: the mean of its heads "
     "(B, T, T), plus the identity, each row divided by its sum, multiplied onto the running "
     "product from the left."
+)
+# The hint for an answer that matches none of the known mistakes.
+_ROLLOUT_GENERIC = Hint(
+    N_(
+        "compare your loop with the recipe above the exercise, one step at a time: the "
+        "heads averaged, the identity added, the rows renormalised, the layers "
+        "multiplied."
+    ),
+    more=_ROLLOUT_MORE,
 )
 
 
@@ -25,7 +35,7 @@ _ROLLOUT_MORE = (
 class check_attention_rollout:
     """Check `fn(maps (layers, B, heads, T, T)) -> (B, T, T)`: attention rollout."""
 
-    called = "maps (3, 2, 2, 5, 5): 3 layers, B = 2, 2 heads, T = 5"
+    called = N_("maps (3, 2, 2, 5, 5): 3 layers, B = 2, 2 heads, T = 5")
     more = _ROLLOUT_MORE
 
     @staticmethod
@@ -52,26 +62,35 @@ class check_attention_rollout:
 
         mistakes = [
             (
-                "the residual path is missing: add the identity to each layer's attention (each "
-                "token also keeps itself), then renormalise the rows.",
+                N_(
+                    "the residual path is missing: add the identity to each layer's attention "
+                    "(each token also keeps itself), then renormalise the rows."
+                ),
                 lambda: roll(residual=False),
             ),
             (
-                "after adding the identity, the rows sum to 2: divide each row by its sum again.",
+                N_(
+                    "after adding the identity, the rows sum to 2: divide each row by its sum "
+                    "again."
+                ),
                 lambda: roll(renormalise=False),
             ),
             (
-                "the layers are multiplied in the wrong order: each layer reads what the layers "
-                "below mixed, so the new layer goes on the left of the product.",
+                N_(
+                    "the layers are multiplied in the wrong order: each layer reads what the "
+                    "layers below mixed, so the new layer goes on the left of the product."
+                ),
                 lambda: roll(order="old @ new"),
             ),
             (
-                "combine the heads by their mean (over the head axis), not their maximum.",
+                N_("combine the heads by their mean (over the head axis), not their maximum."),
                 lambda: roll(combine=lambda m: m.max(1).values),
             ),
             (
-                "that is only the last layer's attention: rollout multiplies every layer's "
-                "together.",
+                N_(
+                    "that is only the last layer's attention: rollout multiplies every layer's "
+                    "together."
+                ),
                 lambda: (maps[-1].mean(1) + eye) / (maps[-1].mean(1) + eye).sum(-1, keepdim=True),
             ),
         ]
@@ -79,15 +98,13 @@ class check_attention_rollout:
             got,
             analysis.attention_rollout(maps),
             mistakes,
-            generic=Hint(
-                "compare your loop with the recipe above the exercise, one step at a time: the "
-                "heads averaged, the identity added, the rows renormalised, the layers multiplied.",
-                more=_ROLLOUT_MORE,
-            ),
+            generic=_ROLLOUT_GENERIC,
             shape_hints={
-                (3, 2, 5, 5): "that is one map per layer: multiply the layers together into one "
-                "(B, T, T) map.",
-                (2, 2, 5, 5): "average the heads (dim 1 of each layer's (B, h, T, T)) first.",
+                (3, 2, 5, 5): N_(
+                    "that is one map per layer: multiply the layers together into one "
+                    "(B, T, T) map."
+                ),
+                (2, 2, 5, 5): N_("average the heads (dim 1 of each layer's (B, h, T, T)) first."),
             },
         )
 
@@ -105,16 +122,27 @@ def _features(weights: dict, where: torch.Tensor) -> Callable:
     return features
 
 
+# The hint for an answer that matches none of the known mistakes.
+_EQUIVARIANCE_GENERIC = Hint(
+    N_("compare your steps with the instructions above the exercise, one at a time."),
+    more=N_(
+        "over the columns away from the border only (both times): the norm of "
+        "(shifted features - features of the shifted image), divided by the norm "
+        "of the shifted features."
+    ),
+)
+
+
 @exercise("equivariance_error", "08_vit_vs_cnn", analysis.equivariance_error)
 class check_equivariance_error:
     """Check `fn(features, image, shift, border) -> float`: a layer's distance from translation
     equivariance, as `vitcourse.analysis.equivariance_error` measures it."""
 
-    called = (
+    called = N_(
         "features (a 3 × 3 convolution plus a fixed pattern by position), image (1, 1, 10, 12), "
         "shift 3, border 2"
     )
-    more = (
+    more = N_(
         "two paths to compare: features first then shift, and shift first then features. Both "
         "norms (the difference's and the divisor's) over the columns from border to width - "
         "border, and the divisor is the first path's."
@@ -138,7 +166,7 @@ class check_equivariance_error:
         if isinstance(got, torch.Tensor) and got.numel() == 1:
             got = got.item()
         if not isinstance(got, float | int):
-            fail(f"it should return one number, got {type_name(got)}")
+            fail(_("it should return one number, got {type}").format(type=type_name(got)))
         features = _features(weights, where)
         with torch.no_grad():
             expected = analysis.equivariance_error(features, image, 3, 2)
@@ -150,35 +178,45 @@ class check_equivariance_error:
 
             mistakes = [
                 (
-                    "shift the features too: compare the features of the shifted image with the "
-                    "image's features shifted afterwards, by the same amount.",
+                    N_(
+                        "shift the features too: compare the features of the shifted image with "
+                        "the image's features shifted afterwards, by the same amount."
+                    ),
                     lambda: relative(features(image), s_then_f),
                 ),
                 (
-                    "shift along the width, the last axis (dims=-1), not the height.",
+                    N_("shift along the width, the last axis (dims=-1), not the height."),
                     lambda: relative(
                         torch.roll(features(image), 3, dims=-2),
                         features(torch.roll(image, 3, dims=-2)),
                     ),
                 ),
                 (
-                    "leave out `border` columns at each side: torch.roll wraps pixels round, and "
-                    "the wrapped edge is not a real shift.",
+                    N_(
+                        "leave out `border` columns at each side: torch.roll wraps pixels round, "
+                        "and the wrapped edge is not a real shift."
+                    ),
                     lambda: relative(f_then_s, s_then_f, inner=(...,)),
                 ),
                 (
-                    "make it relative: divide the difference's norm by the norm of the shifted "
-                    "features, over the same columns.",
+                    N_(
+                        "make it relative: divide the difference's norm by the norm of the shifted "
+                        "features, over the same columns."
+                    ),
                     lambda: (f_then_s - s_then_f)[..., 2:-2].norm().reshape(1),
                 ),
                 (
-                    "leave the border out of the denominator too: divide by the norm of the "
-                    "shifted features over the same inner columns, not over the whole width.",
+                    N_(
+                        "leave the border out of the denominator too: divide by the norm of the "
+                        "shifted features over the same inner columns, not over the whole width."
+                    ),
                     lambda: ((f_then_s - s_then_f)[..., 2:-2].norm() / f_then_s.norm()).reshape(1),
                 ),
                 (
-                    "divide by the norm of the shifted features (computed first, then shifted), "
-                    "not of the features of the shifted image.",
+                    N_(
+                        "divide by the norm of the shifted features (computed first, then "
+                        "shifted), not of the features of the shifted image."
+                    ),
                     lambda: relative(s_then_f, f_then_s),
                 ),
             ]
@@ -186,10 +224,5 @@ class check_equivariance_error:
                 torch.tensor([float(got)]),
                 torch.tensor([expected]),
                 mistakes,
-                generic=Hint(
-                    "compare your steps with the instructions above the exercise, one at a time.",
-                    more="over the columns away from the border only (both times): the norm of "
-                    "(shifted features - features of the shifted image), divided by the norm of "
-                    "the shifted features.",
-                ),
+                generic=_EQUIVARIANCE_GENERIC,
             )

@@ -21,11 +21,14 @@ from vitcourse.checks.harness import (
 )
 from vitcourse.checks.hints import Hint
 from vitcourse.checks.registry import exercise
+from vitcourse.language import N_, _
 
-_EQUATION = "Vaswani et al. (2017), equation 1: softmax(q·kᵀ / √d) over the keys, times v"
-_ATTENTION_MORE = (
-    _EQUATION + ": the (…, T, T) scores come from one matrix product over the last two axes, then "
-    "each row is normalised, then the values are averaged with those weights."
+# Each hint is one whole message for its translator: Vaswani et al.'s equation 1 is written out in
+# each one that quotes it.
+_ATTENTION_MORE = N_(
+    "Vaswani et al. (2017), equation 1: softmax(q·kᵀ / √d) over the keys, times v: the (…, T, T) "
+    "scores come from one matrix product over the last two axes, then each row is normalised, "
+    "then the values are averaged with those weights."
 )
 
 
@@ -34,41 +37,54 @@ def _weight_mistakes(scores) -> Mistakes:
     weight_mistakes = [
         (
             Hint(
-                "the scores are not scaled: " + _EQUATION + ". d is the width of q and k.",
-                more="without the division the softmax saturates as d grows (section 2 of "
-                "this notebook measured it); d is the size of q's last axis.",
+                N_(
+                    "the scores are not scaled: Vaswani et al. (2017), equation 1: softmax(q·kᵀ / "
+                    "√d) over the keys, times v. d is the width of q and k."
+                ),
+                more=N_(
+                    "without the division the softmax saturates as d grows (section 2 of "
+                    "this notebook measured it); d is the size of q's last axis."
+                ),
             ),
             lambda: scores.softmax(-1),
         ),
         (
             Hint(
-                "divide by √d, not by d: the scores' spread grows like √d.",
-                more="section 2 of this notebook: the spread of q·k is √d for q and k of "
-                "spread 1; dividing by √d brings it back to 1.",
+                N_("divide by √d, not by d: the scores' spread grows like √d."),
+                more=N_(
+                    "section 2 of this notebook: the spread of q·k is √d for q and k of "
+                    "spread 1; dividing by √d brings it back to 1."
+                ),
             ),
             lambda: (scores / 8).softmax(-1),
         ),
         (
             Hint(
-                "the softmax is over the wrong axis: each query's weights over the keys must "
-                "sum to 1.",
-                more="in the (…, T, T) scores, rows are queries and columns keys: normalise "
-                "along the keys' axis, the last one.",
+                N_(
+                    "the softmax is over the wrong axis: each query's weights over the keys must "
+                    "sum to 1."
+                ),
+                more=N_(
+                    "in the (…, T, T) scores, rows are queries and columns keys: normalise "
+                    "along the keys' axis, the last one."
+                ),
             ),
             lambda: (scores / math.sqrt(8)).softmax(-2),
         ),
         (
             Hint(
-                "the scores are transposed: row i should be query i against every key.",
-                more="the first factor of the product gives the rows: the queries, then the "
-                "keys transposed.",
+                N_("the scores are transposed: row i should be query i against every key."),
+                more=N_(
+                    "the first factor of the product gives the rows: the queries, then the "
+                    "keys transposed."
+                ),
             ),
             lambda: (scores.transpose(-2, -1) / math.sqrt(8)).softmax(-1),
         ),
         (
             Hint(
-                "the weights are transposed: row i should be query i's weights over the keys.",
-                more="return the weights as the softmax produced them, rows for queries.",
+                N_("the weights are transposed: row i should be query i's weights over the keys."),
+                more=N_("return the weights as the softmax produced them, rows for queries."),
             ),
             lambda: (scores / math.sqrt(8)).softmax(-1).transpose(-2, -1),
         ),
@@ -77,10 +93,14 @@ def _weight_mistakes(scores) -> Mistakes:
 
 
 _PRODUCT = Hint(
-    "a matrix product's shapes do not fit. For the scores, q (…, T, d) must meet the keys as "
-    "(…, d, T): only k's last two axes swap, and `.T` reverses *all* of them.",
-    more="transpose takes the two axes to swap; counting them from the end (-2, -1) works for any "
-    "number of leading axes (batch, heads).",
+    N_(
+        "a matrix product's shapes do not fit. For the scores, q (…, T, d) must meet the keys as "
+        "(…, d, T): only k's last two axes swap, and `.T` reverses *all* of them."
+    ),
+    more=N_(
+        "transpose takes the two axes to swap; counting them from the end (-2, -1) works for any "
+        "number of leading axes (batch, heads)."
+    ),
 )
 
 
@@ -88,7 +108,7 @@ _PRODUCT = Hint(
 class check_attention:
     """Check `fn(q, k, v) -> (out, weights)` on (B, h, T, d) inputs."""
 
-    called = "q, k and v each (2, 3, 5, 8), that is (B, h, T, d)"
+    called = N_("q, k and v each (2, 3, 5, 8), that is (B, h, T, d)")
     raised = [
         (text, _PRODUCT)
         for text in ("must match the size", "Expected size", "cannot be multiplied", "mismatch")
@@ -111,9 +131,13 @@ class check_attention:
     def judge(result, q, k, v) -> None:
         if not (isinstance(result, tuple) and len(result) == 2):
             fail(
-                f"it should return a pair (out, weights), got {type_name(result)}",
-                "return both the output and the weights, in that order: the notebook draws the "
-                "weights later.",
+                _("it should return a pair (out, weights), got {type}").format(
+                    type=type_name(result)
+                ),
+                N_(
+                    "return both the output and the weights, in that order: the notebook draws the "
+                    "weights later."
+                ),
             )
         out, weights = result
         expected_out, expected_weights = attention.scaled_dot_product_attention(q, k, v)
@@ -124,11 +148,13 @@ class check_attention:
             expected_weights,
             weight_mistakes,
             generic=Hint(
-                "the weights do not follow " + _EQUATION + ". Check each step, from the scores "
-                "to the softmax.",
+                N_(
+                    "the weights do not follow Vaswani et al. (2017), equation 1: softmax(q·kᵀ / "
+                    "√d) over the keys, times v. Check each step, from the scores to the softmax."
+                ),
                 more=_ATTENTION_MORE,
             ),
-            what="the weights",
+            what=_("the weights"),
         )
         compare(
             out,
@@ -136,26 +162,49 @@ class check_attention:
             [
                 (
                     Hint(
-                        "the output mixes the values with the transposed weights: token i's output "
-                        "is the average of the values weighted by row i of the weights.",
-                        more="(…, T, T) weights times (…, T, d) values gives (…, T, d), one row "
-                        "per query.",
+                        N_(
+                            "the output mixes the values with the transposed weights: token i's "
+                            "output is the average of the values weighted by row i of the weights."
+                        ),
+                        more=N_(
+                            "(…, T, T) weights times (…, T, d) values gives (…, T, d), one row "
+                            "per query."
+                        ),
                     ),
                     lambda: expected_weights.transpose(-2, -1) @ v,
                 )
             ],
             generic=Hint(
-                "the output is the average of the values weighted by each query's weights.",
-                more="one matrix product of the weights and v, (…, T, T) by (…, T, d).",
+                N_("the output is the average of the values weighted by each query's weights."),
+                more=N_("one matrix product of the weights and v, (…, T, T) by (…, T, d)."),
             ),
-            what="the output",
+            what=_("the output"),
         )
 
 
 _B, _T, _D, _H = 2, 5, 12, 3  # the multi-head check's sizes: batch, tokens, width, heads
-_SPLIT = (
+_SPLIT = N_(
     "split the last axis into (h, d) first, so that each token keeps its own numbers, then move "
     "the head axis in front of the token axis."
+)
+# The hints for heads split (and merged) by a reshape alone: the first two of `_mhsa_mistakes`.
+_SPLIT_NAIVELY = Hint(
+    N_(
+        "the heads are split without moving the head axis: a reshape straight to "
+        "(B, h, T, d) gives each head numbers from several tokens."
+    ),
+    more=_SPLIT,
+)
+_MERGED_NAIVELY = Hint(
+    N_(
+        "the heads are split (and merged) without moving the head axis: a reshape "
+        "straight to (B, h, T, d) gives each head numbers from several tokens."
+    ),
+    more=N_(
+        "split the last axis into (h, d) first, so that each token keeps its own "
+        "numbers, then move the head axis in front of the token axis. Undo both steps "
+        "when merging."
+    ),
 )
 
 
@@ -175,55 +224,47 @@ def _mhsa_mistakes(reference, x) -> Mistakes:
         return out.transpose(1, 2).reshape(B, T, D)
 
     mistakes = [
+        (_SPLIT_NAIVELY, lambda: reference.proj(merge(attend(*naive)))),
+        (_MERGED_NAIVELY, lambda: reference.proj(attend(*naive).reshape(B, T, D))),
         (
             Hint(
-                "the heads are split without moving the head axis: a reshape straight to "
-                "(B, h, T, d) gives each head numbers from several tokens.",
-                more=_SPLIT,
-            ),
-            lambda: reference.proj(merge(attend(*naive))),
-        ),
-        (
-            Hint(
-                "the heads are split (and merged) without moving the head axis: a reshape "
-                "straight to (B, h, T, d) gives each head numbers from several tokens.",
-                more=_SPLIT + " Undo both steps when merging.",
-            ),
-            lambda: reference.proj(attend(*naive).reshape(B, T, D)),
-        ),
-        (
-            Hint(
-                "the heads are merged without moving the head axis back: (B, h, T, d) must "
-                "become (B, T, h, d) before the heads join into D numbers per token.",
-                more="swap the head and token axes back, then merge the last two.",
+                N_(
+                    "the heads are merged without moving the head axis back: (B, h, T, d) must "
+                    "become (B, T, h, d) before the heads join into D numbers per token."
+                ),
+                more=N_("swap the head and token axes back, then merge the last two."),
             ),
             lambda: reference.proj(attend(*right).reshape(B, T, D)),
         ),
         (
             Hint(
-                "the output projection is missing: proj mixes the heads' results, the "
-                "last of the four steps.",
-                more="proj is a Linear(D, D) applied to the merged (B, T, D) tokens.",
+                N_(
+                    "the output projection is missing: proj mixes the heads' results, the "
+                    "last of the four steps."
+                ),
+                more=N_("proj is a Linear(D, D) applied to the merged (B, T, D) tokens."),
             ),
             lambda: merge(attend(*right)),
         ),
         (
             Hint(
-                "scale by √d with d = D / h, the width of one head, not by √D.",
-                more="each head's queries and keys are d numbers wide: that is the width "
-                "equation 1 divides by.",
+                N_("scale by √d with d = D / h, the width of one head, not by √D."),
+                more=N_(
+                    "each head's queries and keys are d numbers wide: that is the width "
+                    "equation 1 divides by."
+                ),
             ),
             lambda: reference.proj(merge(attend(*right, scale=math.sqrt(D)))),
         ),
         (
-            "the scores are not scaled by √d (Vaswani et al., equation 1).",
+            N_("the scores are not scaled by √d (Vaswani et al., equation 1)."),
             lambda: reference.proj(merge(attend(*right, scale=1.0))),
         ),
     ]
     return mistakes
 
 
-_MHSA_MORE = (
+_MHSA_MORE = N_(
     "the shapes, step by step: qkv (B, T, 3D), laid out (3, h, d) per token; q, k and v each "
     "(B, h, T, d); attention's output (B, h, T, d); back to (B, T, h, d), then (B, T, D); proj."
 )
@@ -243,15 +284,20 @@ class check_multi_head_attention:
     (B, T, D) -> (B, T, D). Judged on its own: a right attention (PyTorch's
     fused one) runs inside it."""
 
-    called = "x (2, 5, 12), in a MultiHeadSelfAttention(12, 3) with the reference's weights"
+    called = N_("x (2, 5, 12), in a MultiHeadSelfAttention(12, 3) with the reference's weights")
     raised = [
         (
             "is invalid for input of size",
             Hint(
-                "a reshape asked for sizes whose product is not the tensor's number of elements. "
-                "qkv gives (B, T, 3D), and its 3D numbers per token are laid out (3, h, d).",
-                more="split (B, T, 3D) into (B, T, 3, h, d), then move the axes to get (3, B, h, "
-                "T, d): q, k and v, each (B, h, T, d).",
+                N_(
+                    "a reshape asked for sizes whose product is not the tensor's number of "
+                    "elements. qkv gives (B, T, 3D), and its 3D numbers per token are laid out (3, "
+                    "h, d)."
+                ),
+                more=N_(
+                    "split (B, T, 3D) into (B, T, 3, h, d), then move the axes to get (3, B, h, "
+                    "T, d): q, k and v, each (B, h, T, d)."
+                ),
             ),
         )
     ]
@@ -274,7 +320,7 @@ class check_multi_head_attention:
         with torch.no_grad():
             mistakes = _mhsa_mistakes(reference, x)
             generic = Hint(
-                "follow the four steps above the exercise, with the shape after each.",
+                N_("follow the four steps above the exercise, with the shape after each."),
                 more=_MHSA_MORE,
             )
             compare(got, reference(x), mistakes, generic=generic)

@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from vitcourse.checks.harness import Mistakes, compare, seeded
 from vitcourse.checks.hints import Hint
 from vitcourse.checks.registry import exercise
+from vitcourse.language import N_, _
 from vitcourse.training import distillation
 
 ce = F.cross_entropy
@@ -29,27 +30,31 @@ def kl(student, target, tau: float, reduction: str = "batchmean", target_tau: fl
     )
 
 
+# Two slips the hard and the soft loss share.
+_HEADS_SWAPPED = N_(
+    "the cls head learns from the labels and the distillation head from the teacher, not the "
+    "other way round."
+)
+_ALPHA_SWAPPED = N_(
+    "alpha weighs the teacher's part and 1 - alpha the labels' part, not the other way round."
+)
+
+
 def hard_mistakes(cls_l, dist_l, teacher, labels, alpha: float) -> Mistakes:
     base, guesses = ce(cls_l, labels), teacher.argmax(-1)
     return [
         (
             Hint(
-                "hard distillation trains on the teacher's guesses, its top class for each image, "
-                "as if they were labels, not on its probabilities (DeiT's equation 3).",
-                more="the teacher's guess is the index of its largest logit.",
+                N_(
+                    "hard distillation trains on the teacher's guesses, its top class for each "
+                    "image, as if they were labels, not on its probabilities (DeiT's equation 3)."
+                ),
+                more=N_("the teacher's guess is the index of its largest logit."),
             ),
             lambda: (1 - alpha) * base + alpha * ce(dist_l, teacher.softmax(-1)),
         ),
-        (
-            "the cls head learns from the labels and the distillation head from the teacher, not "
-            "the other way round.",
-            lambda: (1 - alpha) * ce(dist_l, labels) + alpha * ce(cls_l, guesses),
-        ),
-        (
-            "alpha weighs the teacher's part and 1 - alpha the labels' part, not the other way "
-            "round.",
-            lambda: alpha * base + (1 - alpha) * ce(dist_l, guesses),
-        ),
+        (_HEADS_SWAPPED, lambda: (1 - alpha) * ce(dist_l, labels) + alpha * ce(cls_l, guesses)),
+        (_ALPHA_SWAPPED, lambda: alpha * base + (1 - alpha) * ce(dist_l, guesses)),
     ]
 
 
@@ -58,51 +63,61 @@ def soft_mistakes(cls_l, dist_l, teacher, labels, alpha: float, tau: float) -> M
     return [
         (
             Hint(
-                "the KL term is not multiplied by τ²: softening by τ shrinks its gradients by "
-                "about 1/τ², and τ² brings them back to the size they have at τ = 1.",
-                more="Hinton et al. (2015), section 2: the soft targets' gradients scale as 1/τ²; "
-                "the text above the exercise explains it.",
+                N_(
+                    "the KL term is not multiplied by τ²: softening by τ shrinks its gradients by "
+                    "about 1/τ², and τ² brings them back to the size they have at τ = 1."
+                ),
+                more=N_(
+                    "Hinton et al. (2015), section 2: the soft targets' gradients scale as 1/τ²; "
+                    "the text above the exercise explains it."
+                ),
             ),
             lambda: (1 - alpha) * base + alpha * kl(dist_l, teacher, tau),
         ),
         (
             Hint(
-                "the KL divergence is the wrong way round: KL(teacher ‖ student), the teacher's "
-                "distribution is the target.",
-                more="F.kl_div(input, target) computes KL(target ‖ input): the input is the "
-                "student's (the distillation head's) log-probabilities.",
+                N_(
+                    "the KL divergence is the wrong way round: KL(teacher ‖ student), the "
+                    "teacher's distribution is the target."
+                ),
+                more=N_(
+                    "F.kl_div(input, target) computes KL(target ‖ input): the input is the "
+                    "student's (the distillation head's) log-probabilities."
+                ),
             ),
             lambda: (1 - alpha) * base + alpha * t2 * kl(teacher, dist_l, tau),
         ),
         (
             Hint(
-                "that divides the summed KL by batch × classes: DeiT's losses.py does exactly "
-                "that (for PyTorch's old behaviour, its comment says), and so does "
-                "reduction='mean'. This exercise takes each image's KL divergence, averaged over "
-                "the images only: the text above the exercise says why.",
-                more="with 5 classes your teacher's term is 5 times smaller than the course's; "
-                "F.kl_div's reduction decides the divisor, and 'batchmean' divides by the batch.",
+                N_(
+                    "that divides the summed KL by batch × classes: DeiT's losses.py does exactly "
+                    "that (for PyTorch's old behaviour, its comment says), and so does "
+                    "reduction='mean'. This exercise takes each image's KL divergence, averaged "
+                    "over the images only: the text above the exercise says why."
+                ),
+                more=N_(
+                    "with 5 classes your teacher's term is 5 times smaller than the course's; "
+                    "F.kl_div's reduction decides the divisor, and 'batchmean' divides by the "
+                    "batch."
+                ),
             ),
             lambda: (
                 (1 - alpha) * base + alpha * t2 * kl(dist_l, teacher, tau, "sum") / dist_l.numel()
             ),
         ),
-        (
-            "alpha weighs the teacher's part and 1 - alpha the labels' part, not the other way "
-            "round.",
-            lambda: alpha * base + (1 - alpha) * t2 * kl(dist_l, teacher, tau),
-        ),
+        (_ALPHA_SWAPPED, lambda: alpha * base + (1 - alpha) * t2 * kl(dist_l, teacher, tau)),
         (
             Hint(
-                "soften the teacher's logits by τ too: both distributions are taken at "
-                "temperature τ.",
-                more="divide both logits tensors by τ before their log-softmax.",
+                N_(
+                    "soften the teacher's logits by τ too: both distributions are taken at "
+                    "temperature τ."
+                ),
+                more=N_("divide both logits tensors by τ before their log-softmax."),
             ),
             lambda: (1 - alpha) * base + alpha * t2 * kl(dist_l, teacher, tau, target_tau=1.0),
         ),
         (
-            "the cls head learns from the labels and the distillation head from the teacher, not "
-            "the other way round.",
+            _HEADS_SWAPPED,
             lambda: (1 - alpha) * ce(dist_l, labels) + alpha * t2 * kl(cls_l, teacher, tau),
         ),
     ]
@@ -116,11 +131,11 @@ class check_distillation_loss:
     """Check `fn(cls_logits, dist_logits, teacher_logits, labels, kind, alpha, tau) -> scalar`:
     DeiT's hard and soft distillation losses."""
 
-    called = (
+    called = N_(
         "cls_logits, dist_logits and teacher_logits each (6, 5), labels (6,); kind 'hard' with "
         "alpha 0.2 and 0.5, kind 'soft' with alpha 0.3 and tau 3"
     )
-    more = (
+    more = N_(
         "(1 - α) · the labels' cross-entropy on the cls head, plus α · the teacher's part on the "
         "distillation head: for 'hard' a cross-entropy against the teacher's top classes; for "
         "'soft' τ² · KL(teacher ‖ student) of the two softened distributions, averaged over the "
@@ -154,20 +169,23 @@ class check_distillation_loss:
             if isinstance(answer, torch.Tensor) and answer.numel() == 1:
                 answer = answer.reshape(())
             if kind == "hard":
-                mistakes = hard_mistakes(*logits, labels, alpha)
-                teacher_part = "DeiT's equation 3, as written above the exercise."
+                mistakes, equation = hard_mistakes(*logits, labels, alpha), 3
             else:
-                mistakes = soft_mistakes(*logits, labels, alpha, tau)
-                teacher_part = "DeiT's equation 2, as written above the exercise."
+                mistakes, equation = soft_mistakes(*logits, labels, alpha, tau), 2
+            compare_with = _(  # written now: it names this setting's values
+                "for kind={kind} (alpha {alpha}, tau {tau}): compare your loss with DeiT's "
+                "equation {equation}, as written above the exercise."
+            ).format(kind=repr(kind), alpha=alpha, tau=tau, equation=equation)
             compare(
                 answer,
                 distillation.distillation_loss(*logits, labels, kind, alpha, tau),
                 mistakes,
                 generic=Hint(
-                    f"for kind={kind!r} (alpha {alpha}, tau {tau}): compare your loss with "
-                    + teacher_part,
-                    more="each head has its own target: the cls head the labels, the distillation "
-                    "head the teacher; α weighs the teacher's part.",
+                    compare_with,
+                    more=N_(
+                        "each head has its own target: the cls head the labels, the distillation "
+                        "head the teacher; α weighs the teacher's part."
+                    ),
                 ),
-                shape_hints={(6,): "that is one loss per image: average them into one number."},
+                shape_hints={(6,): N_("that is one loss per image: average them into one number.")},
             )

@@ -23,6 +23,7 @@ import torch
 from torch import nn
 
 from vitcourse.checks.answers import type_name
+from vitcourse.language import N_, _
 
 # (hint, a function computing the output that mistake would give); used by `compare`.
 Mistakes = list[tuple[str, Callable[[], torch.Tensor]]]
@@ -35,28 +36,38 @@ class NotWritten(Exception):
 class CheckFailed(AssertionError):
     """A wrong answer: what is wrong (`problem`) and what to try (`hint`).
 
-    The registry fills in the exercise's name. In a notebook, IPython shows an exception that has
-    `_render_traceback_` as exactly the lines it returns: the message, with no frames of the
-    check's code, so a failed check never shows the reference solution's lines.
+    `problem` is written when the check fails, in the language chosen then; `hint` is kept as the
+    check wrote it (marked with `N_`) and translated where it is shown: `shown_hint`, which `str()`
+    shows. The registry fills in the exercise's name. In a notebook, IPython shows an exception
+    that has `_render_traceback_` as exactly the lines it returns: the message, with no frames of
+    the check's code, so a failed check never shows the reference solution's lines.
     """
 
     def __init__(self, problem: str, hint: str = "", exercise: str = ""):
         super().__init__(problem, hint)
         self.problem, self.hint, self.exercise = problem, hint, exercise
 
+    @property
+    def shown_hint(self) -> str:
+        """The first-tier hint in the language chosen now."""
+        return _(self.hint)
+
     def __str__(self) -> str:
-        name = self.exercise or "your answer"
-        return f"{name} is not right yet: {self.problem}" + (
-            f"\nHint: {self.hint}" if self.hint else ""
-        )
+        name = self.exercise or _("your answer")
+        said = _("{name} is not right yet: {problem}").format(name=name, problem=self.problem)
+        return said + ("\n" + _("Hint: {hint}").format(hint=self.shown_hint) if self.hint else "")
 
     def _render_traceback_(self) -> list[str]:
         lines = [f"✗ {line}" if i == 0 else line for i, line in enumerate(str(self).splitlines())]
         if self.exercise:  # in a notebook's check cell: where to get more, and what runs on
             lines += [
-                f'More help: hint("{self.exercise}")   (from vitcourse.checks import hint)',
-                f"Until this check passes, the notebook goes on with your {self.exercise}, so "
-                "cells below that use it may fail.",
+                _('More help: hint("{name}")   (from vitcourse.checks import hint)').format(
+                    name=self.exercise
+                ),
+                _(
+                    "Until this check passes, the notebook goes on with your {name}, so cells "
+                    "below that use it may fail."
+                ).format(name=self.exercise),
             ]
         return lines
 
@@ -72,8 +83,10 @@ class WeightsMismatch(CheckFailed):
     def __init__(self, detail: str):
         self.detail = detail[:300]
         super().__init__(
-            f"its parameters do not match the reference's names and shapes ({self.detail})",
-            "keep __init__ exactly as given; write only forward.",
+            _("its parameters do not match the reference's names and shapes ({detail})").format(
+                detail=self.detail
+            ),
+            N_("keep __init__ exactly as given; write only forward."),
         )
 
 
@@ -96,27 +109,40 @@ def compare(
     """Pass silently if `got` equals `expected`; otherwise fail with the best hint we have.
 
     `shape_hints` maps a wrong shape to its hint; `what` names the part compared when a check
-    compares several ("the weights", "the returned losses").
+    compares several ("the weights", "the returned losses"), in the language chosen (the caller's
+    `_`). The hints are passed as written (`N_`): they are translated where they are shown.
     """
-    where = f"in {what}, " if what else ""
+    where = _("in {what}, ").format(what=what) if what else ""
     if type(got) is not torch.Tensor:
-        fail(f"{where}it should return a tensor, but returned {type_name(got)}")
+        fail(
+            _("{where}it should return a tensor, but returned {type}").format(
+                where=where, type=type_name(got)
+            )
+        )
     if got.shape != expected.shape:
         hint = (shape_hints or {}).get(tuple(got.shape), "")
         fail(
-            f"{where}expected an output of shape {tuple(expected.shape)}, got {tuple(got.shape)}",
+            _("{where}expected an output of shape {expected}, got {got}").format(
+                where=where, expected=tuple(expected.shape), got=tuple(got.shape)
+            ),
             hint,
         )
     if got.dtype != expected.dtype:
-        fail(f"{where}expected {expected.dtype} numbers, got {got.dtype}")
+        fail(
+            _("{where}expected {expected} numbers, got {got}").format(
+                where=where, expected=expected.dtype, got=got.dtype
+            )
+        )
     if close(got, expected):
         return
     if not torch.isfinite(got).all():
-        fail(f"{where}the output holds NaN or infinite values", generic)
+        fail(_("{where}the output holds NaN or infinite values").format(where=where), generic)
     if got.numel() == 1:  # one number: its shape says nothing
-        problem = f"{where}it returned {got.item():.6g}, which is not the right value"
+        problem = _("{where}it returned {value}, which is not the right value").format(
+            where=where, value=f"{got.item():.6g}"
+        )
     else:
-        problem = f"{where}the shape is right but the values are not"
+        problem = _("{where}the shape is right but the values are not").format(where=where)
     for hint, mistaken in mistakes:
         try:
             wrong = mistaken()

@@ -8,7 +8,11 @@ writes the solution's code: that is in the teacher's copy only.
     Hint("the weights are not scaled: ...", more="the spread of q·k grows like ...")
 
 A `Hint` is a `str` (its first tier), so everything that reads a hint as text (the class
-grader's table, `str(CheckFailed)`) works unchanged.
+grader's table, `str(CheckFailed)`) works unchanged. Both tiers are written in English and marked
+with `N_` (`Hint(N_("..."), more=N_("..."))`); each is translated where it is shown:
+`CheckFailed.shown_hint` for the first, `further` (what `hint(name)` prints) for the second. The
+few hints that name values (`count_parameters`' "did you leave out ...?") are written when the
+check fails, through `_`; translated again where shown, they stay as they are.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from pathlib import Path
 import torch
 
 from vitcourse.checks.harness import CheckFailed
+from vitcourse.language import _
 
 _PACKAGE = str(Path(__file__).resolve().parents[1])  # vitcourse/: its frames are never shown
 _LAST: dict[str, str] = {}  # exercise -> the second tier for the failure its check found last
@@ -57,10 +62,11 @@ def forget(name: str) -> None:
 
 def further(name: str) -> str | None:
     """Exercise `name`'s second tier now, as `hint(name)` prints it: about the mistake its check
-    found last, or the general one; None for a name no imported check has registered."""
+    found last, or the general one, in the language chosen now; None for a name no imported check
+    has registered."""
     if name not in _MORE:
         return None
-    return _LAST.get(name) or _MORE[name]
+    return _(_LAST.get(name) or _MORE[name])
 
 
 class LearnerRaised(CheckFailed):
@@ -71,10 +77,10 @@ class LearnerRaised(CheckFailed):
         where = _their_line(error)
         message = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
         problem = (
-            f"your code raised {type(error).__name__}"
-            + (f" ({message})" if message else "")
-            + (f" at `{where}`" if where else "")
-            + (f", called with {called}" if called else "")
+            _("your code raised {error}").format(error=type(error).__name__)
+            + (f" ({message})" if message else "")  # the error's own words, as Python said them
+            + (" " + _("at `{line}`").format(line=where) if where else "")
+            + (_(", called with {inputs}").format(inputs=_(called)) if called else "")
         )
         super().__init__(problem, hint)
 

@@ -9,6 +9,7 @@ from vitcourse import mae
 from vitcourse.checks.harness import compare, fail, seeded
 from vitcourse.checks.hints import Hint
 from vitcourse.checks.registry import exercise
+from vitcourse.language import N_, _
 
 _B, _N, _RATIO = 256, 16, 0.75  # random_masking's check: images, patches per image, share hidden
 
@@ -19,45 +20,57 @@ def _judge_masks(visible, mask) -> None:
     hidden = mae.hidden_count(N, ratio)
     if mask.shape != (B, N) or mask.dtype != torch.bool:
         fail(
-            f"mask should be a bool tensor (B, N) = {(B, N)}, got {mask.dtype} {tuple(mask.shape)}",
+            _("mask should be a bool tensor (B, N) = {shape}, got {dtype} {got}").format(
+                shape=(B, N), dtype=mask.dtype, got=tuple(mask.shape)
+            ),
             Hint(
-                "mask is one True or False per patch of each image: True where the patch is "
-                "hidden.",
-                more="a bool tensor of shape (B, N), filled at the hidden places' indices.",
+                N_(
+                    "mask is one True or False per patch of each image: True where the patch is "
+                    "hidden."
+                ),
+                more=N_("a bool tensor of shape (B, N), filled at the hidden places' indices."),
             ),
         )
     if visible.shape != (B, N - hidden):
-        hint = (
+        hint = N_(
             "mask_ratio is the share of patches hidden: V = N - round(N * mask_ratio) stay visible."
         )
         if visible.shape == (B, hidden):
-            fail(f"visible holds {hidden} patches per image, expected {N - hidden}", hint)
-        fail(f"visible should be (B, V) = {(B, N - hidden)}, got {tuple(visible.shape)}", hint)
+            said = _("visible holds {hidden} patches per image, expected {visible}")
+            fail(said.format(hidden=hidden, visible=N - hidden), hint)
+        said = _("visible should be (B, V) = {shape}, got {got}")
+        fail(said.format(shape=(B, N - hidden), got=tuple(visible.shape)), hint)
     if visible.dtype != torch.long:
-        fail(f"visible should hold indices (torch.long), got {visible.dtype}")
+        fail(_("visible should hold indices (torch.long), got {dtype}").format(dtype=visible.dtype))
     counts = mask.sum(dim=1)
     if (counts == N - hidden).all():
-        fail("mask is True on the visible patches", "mask is True where a patch is HIDDEN.")
+        fail(_("mask is True on the visible patches"), N_("mask is True where a patch is HIDDEN."))
     if not (counts == hidden).all():
         fail(
-            f"each image should hide exactly {hidden} of {N} patches; counts go from "
-            f"{counts.min().item()} to {counts.max().item()}",
+            _(
+                "each image should hide exactly {hidden} of {patches} patches; counts go from "
+                "{least} to {most}"
+            ).format(hidden=hidden, patches=N, least=counts.min().item(), most=counts.max().item()),
             Hint(
-                "hiding each patch with probability mask_ratio hides a different number in each "
-                "image; choose exactly that many instead.",
-                more="a random permutation of each image's N patches (the tip: argsort of random "
-                "noise) puts the patches in random order: keep the first V as the visible ones.",
+                N_(
+                    "hiding each patch with probability mask_ratio hides a different number in "
+                    "each image; choose exactly that many instead."
+                ),
+                more=N_(
+                    "a random permutation of each image's N patches (the tip: argsort of random "
+                    "noise) puts the patches in random order: keep the first V as the visible ones."
+                ),
             ),
         )
     if (visible.diff(dim=1) <= 0).any():
         fail(
-            "each row of visible should be in increasing order, without repeats",
-            "sort each row of the chosen indices.",
+            _("each row of visible should be in increasing order, without repeats"),
+            N_("sort each row of the chosen indices."),
         )
     if (visible < 0).any() or (visible >= N).any():
-        fail(f"visible should hold patch indices from 0 to {N - 1}")
+        fail(_("visible should hold patch indices from 0 to {last}").format(last=N - 1))
     if mask.gather(1, visible).any():
-        fail("some patches listed as visible are marked hidden in mask")
+        fail(_("some patches listed as visible are marked hidden in mask"))
 
 
 @exercise("random_masking", "09_when_vits_win", mae.random_masking)
@@ -67,8 +80,8 @@ class check_random_masking:
     increasing order; `mask` is True where hidden. Its randomness is not compared with the
     reference's (any good random choice passes), only its properties."""
 
-    called = "batch_size 256, num_patches 16, mask_ratio 0.75, a seeded generator"
-    more = (
+    called = N_("batch_size 256, num_patches 16, mask_ratio 0.75, a seeded generator")
+    more = N_(
         "per image: a random order of its N patches (from noise drawn with the generator), the "
         "first V = N - round(N · mask_ratio) of that order visible and sorted, the rest hidden; "
         "mask True at the hidden ones."
@@ -88,25 +101,27 @@ class check_random_masking:
     def judge(got, seed) -> None:
         first, again = got
         if not (isinstance(first, tuple) and len(first) == 2):
-            fail("it should return two tensors, (visible, mask)")
+            fail(_("it should return two tensors, (visible, mask)"))
         visible, mask = first
         if not isinstance(visible, torch.Tensor) or not isinstance(mask, torch.Tensor):
-            fail("it should return two tensors, (visible, mask)")
+            fail(_("it should return two tensors, (visible, mask)"))
         _judge_masks(visible, mask)
         if len({tuple(row) for row in visible.tolist()}) < _B // 2:
             fail(
-                "the images share the same visible patches",
+                _("the images share the same visible patches"),
                 Hint(
-                    "each image needs its own random choice of patches.",
-                    more="draw one row of noise per image, (B, N), not one row for the batch.",
+                    N_("each image needs its own random choice of patches."),
+                    more=N_("draw one row of noise per image, (B, N), not one row for the batch."),
                 ),
             )
         share = mask.float().mean(dim=0)  # how often each position is hidden: about mask_ratio
         if share.min() < _RATIO - 0.15 or share.max() > _RATIO + 0.15:
             fail(
-                f"some positions are hidden far more often than others ({share.min():.2f} to "
-                f"{share.max():.2f}, expected about {_RATIO})",
-                "every patch should be as likely to be hidden as any other.",
+                _(
+                    "some positions are hidden far more often than others ({least} to {most}, "
+                    "expected about {ratio})"
+                ).format(least=f"{share.min():.2f}", most=f"{share.max():.2f}", ratio=_RATIO),
+                N_("every patch should be as likely to be hidden as any other."),
             )
         same = (
             isinstance(again, tuple)
@@ -116,17 +131,21 @@ class check_random_masking:
         )
         if not same:
             fail(
-                "the same generator seed gave other patches",
+                _("the same generator seed gave other patches"),
                 Hint(
-                    "draw all the randomness from the `generator` argument, so that the same seed "
-                    "gives the same patches.",
-                    more="torch's random functions (rand, randn, randperm...) take a generator as "
-                    "a keyword argument.",
+                    N_(
+                        "draw all the randomness from the `generator` argument, so that the same "
+                        "seed gives the same patches."
+                    ),
+                    more=N_(
+                        "torch's random functions (rand, randn, randperm...) take a generator as "
+                        "a keyword argument."
+                    ),
                 ),
             )
 
 
-_LOSS_MORE = (
+_LOSS_MORE = N_(
     "two means: first over each patch's K numbers, giving (B, N) errors; then over the hidden "
     "patches only (mask True), all images together."
 )
@@ -137,7 +156,7 @@ class check_masked_patch_loss:
     """Check `fn(predicted (B, N, K), target (B, N, K), mask (B, N)) -> scalar`: the mean squared
     error over the hidden patches only."""
 
-    called = "predicted (3, 8, 12), target (3, 8, 12), mask (3, 8)"
+    called = N_("predicted (3, 8, 12), target (3, 8, 12), mask (3, 8)")
     more = _LOSS_MORE
 
     @staticmethod
@@ -160,31 +179,39 @@ class check_masked_patch_loss:
         m = mask.float()
         mistakes = [
             (
-                "that averages over every patch: count only the hidden ones, where mask is True "
-                "(the encoder was shown the visible ones; MAE found a loss on them too slightly "
-                "worse).",
+                N_(
+                    "that averages over every patch: count only the hidden ones, where mask is "
+                    "True (the encoder was shown the visible ones; MAE found a loss on them too "
+                    "slightly worse)."
+                ),
                 lambda: error.mean(),
             ),
             (
-                "that averages over the visible patches: mask is True where a patch is HIDDEN.",
+                N_("that averages over the visible patches: mask is True where a patch is HIDDEN."),
                 lambda: (error.mean(-1) * (1 - m)).sum() / (1 - m).sum(),
             ),
             (
-                "that sums each patch's squared errors: take their mean over the K numbers of a "
-                "patch.",
+                N_(
+                    "that sums each patch's squared errors: take their mean over the K numbers of "
+                    "a patch."
+                ),
                 lambda: (error.sum(-1) * m).sum() / m.sum(),
             ),
             (
-                "divide by the number of hidden patches, not by every patch (B · N).",
+                N_("divide by the number of hidden patches, not by every patch (B · N)."),
                 lambda: (error.mean(-1) * m).sum() / m.numel(),
             ),
             (
-                "that is the mean of each image's own mean: average over all hidden patches "
-                "together (images may hide different numbers of them).",
+                N_(
+                    "that is the mean of each image's own mean: average over all hidden patches "
+                    "together (images may hide different numbers of them)."
+                ),
                 lambda: ((error.mean(-1) * m).sum(1) / m.sum(1)).mean(),
             ),
             (
-                "square the error instead of taking its absolute value: a mean *squared* error.",
+                N_(
+                    "square the error instead of taking its absolute value: a mean *squared* error."
+                ),
                 lambda: ((predicted - target).abs().mean(-1) * m).sum() / m.sum(),
             ),
         ]
@@ -193,12 +220,14 @@ class check_masked_patch_loss:
             mae.masked_patch_loss(predicted, target, mask),
             mistakes,
             generic=Hint(
-                "per patch the mean of the squared error over its K numbers, then the mean over "
-                "the hidden patches (where mask is True).",
+                N_(
+                    "per patch the mean of the squared error over its K numbers, then the mean "
+                    "over the hidden patches (where mask is True)."
+                ),
                 more=_LOSS_MORE,
             ),
             shape_hints={
-                (3, 8): "that is one error per patch: average the hidden ones into one number.",
-                (3, 8, 12): "that is the error of every number: reduce it to one number.",
+                (3, 8): N_("that is one error per patch: average the hidden ones into one number."),
+                (3, 8, 12): N_("that is the error of every number: reduce it to one number."),
             },
         )

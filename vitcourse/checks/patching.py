@@ -6,37 +6,55 @@ from vitcourse import patching
 from vitcourse.checks.harness import compare, seeded
 from vitcourse.checks.hints import Hint
 from vitcourse.checks.registry import exercise
+from vitcourse.language import N_
 
 _RESHAPE = (
     "is invalid for input of size",
     Hint(
-        "a reshape asked for sizes whose product is not the tensor's number of elements. Is the "
-        "grid square in your code? This check's images are 8 × 12 pixels: a 2 × 3 grid of 4 × 4 "
-        "patches.",
-        more="take the grid's sides from the image's height and width, H / P rows and W / P "
-        "columns, each on its own.",
+        N_(
+            "a reshape asked for sizes whose product is not the tensor's number of elements. Is "
+            "the grid square in your code? This check's images are 8 × 12 pixels: a 2 × 3 grid of "
+            "4 × 4 patches."
+        ),
+        more=N_(
+            "take the grid's sides from the image's height and width, H / P rows and W / P "
+            "columns, each on its own."
+        ),
     ),
 )
 _PERMUTE = (
     "number of dims",
     Hint(
-        "permute needs one index per axis of the tensor it is given: count the axes after your "
-        "reshape.",
-        more="after splitting both sides into (grid, pixel), a batch of images has six axes.",
+        N_(
+            "permute needs one index per axis of the tensor it is given: count the axes after your "
+            "reshape."
+        ),
+        more=N_("after splitting both sides into (grid, pixel), a batch of images has six axes."),
     ),
 )
 
-_PATCHIFY_MORE = (
+_PATCHIFY_MORE = N_(
     "write down the shape after each step: (B, C, H, W); each side split into (grid, pixel); "
     "the axes moved so the grid comes first and the channels last; flattened to (B, N, P·P·C)."
 )
+
+
+# patchify's hints for an answer that matches none of its mistakes, and for one (B, P·P·C, N).
+_PATCHIFY_GENERIC = Hint(
+    N_(
+        "some patches, or some numbers inside them, are not where the instructions put "
+        "them: patches in reading order, and (row, column, channel) inside each."
+    ),
+    more=_PATCHIFY_MORE,
+)
+_SWAPPED = N_("the last two axes are swapped: one row per patch, (B, N, P·P·C), is wanted.")
 
 
 @exercise("patchify", "01_patches", patching.patchify)
 class check_patchify:
     """Check `fn(images, patch_size) -> (B, N, P*P*C)`."""
 
-    called = "images (2, 3, 8, 12), patch_size 4"
+    called = N_("images (2, 3, 8, 12), patch_size 4")
     raised = [_RESHAPE, _PERMUTE]
     more = _PATCHIFY_MORE
 
@@ -55,63 +73,70 @@ class check_patchify:
         mistakes = [
             (
                 Hint(
-                    "the patches come out column by column. Number them like reading a page: "
-                    "along the first row of the grid, left to right, then the next row.",
-                    more="when the N patches are flattened into one axis, the grid-row axis must "
-                    "come before the grid-column axis.",
+                    N_(
+                        "the patches come out column by column. Number them like reading a page: "
+                        "along the first row of the grid, left to right, then the next row."
+                    ),
+                    more=N_(
+                        "when the N patches are flattened into one axis, the grid-row axis must "
+                        "come before the grid-column axis."
+                    ),
                 ),
                 lambda: grid.permute(0, 4, 2, 3, 5, 1).reshape(B, 6, P * P * C),
             ),
             (
                 Hint(
-                    "each patch has the right pixels, in the wrong order: inside a patch the "
-                    "numbers go (row, column, channel), channel last, as the instructions ask.",
-                    more="before the last reshape the axes should read (B, grid rows, grid "
-                    "columns, pixel rows, pixel columns, channels).",
+                    N_(
+                        "each patch has the right pixels, in the wrong order: inside a patch the "
+                        "numbers go (row, column, channel), channel last, as the instructions ask."
+                    ),
+                    more=N_(
+                        "before the last reshape the axes should read (B, grid rows, grid "
+                        "columns, pixel rows, pixel columns, channels)."
+                    ),
                 ),
                 lambda: grid.permute(0, 2, 4, 1, 3, 5).reshape(B, 6, P * P * C),
             ),
             (
                 Hint(
-                    "inside each patch the pixels are read column by column; read them row by row.",
-                    more="within a patch, the pixel-row axis must come before the pixel-column "
-                    "axis.",
+                    N_(
+                        "inside each patch the pixels are read column by column; read them row by "
+                        "row."
+                    ),
+                    more=N_(
+                        "within a patch, the pixel-row axis must come before the pixel-column axis."
+                    ),
                 ),
                 lambda: grid.permute(0, 2, 4, 5, 3, 1).reshape(B, 6, P * P * C),
             ),
             (
                 Hint(
-                    "a plain reshape does not cut out squares: it takes the numbers in memory "
-                    "order, whole rows of pixels at a time.",
-                    more="split the height into (grid rows, pixel rows) and the width into (grid "
-                    "columns, pixel columns) first, move the axes into the order you want, and "
-                    "only then flatten.",
+                    N_(
+                        "a plain reshape does not cut out squares: it takes the numbers in memory "
+                        "order, whole rows of pixels at a time."
+                    ),
+                    more=N_(
+                        "split the height into (grid rows, pixel rows) and the width into (grid "
+                        "columns, pixel columns) first, move the axes into the order you want, and "
+                        "only then flatten."
+                    ),
                 ),
                 lambda: images.reshape(B, 6, P * P * C),
             ),
         ]
-        generic = Hint(
-            "some patches, or some numbers inside them, are not where the instructions put them: "
-            "patches in reading order, and (row, column, channel) inside each.",
-            more=_PATCHIFY_MORE,
-        )
         compare(
             got,
             patching.patchify(images, P),
             mistakes,
-            generic=generic,
-            shape_hints={
-                (B, P * P * C, 6): "the last two axes are swapped: one row per patch, "
-                "(B, N, P·P·C), is wanted."
-            },
+            generic=_PATCHIFY_GENERIC,
+            shape_hints={(B, P * P * C, 6): _SWAPPED},
         )
 
 
-_UNDO = Hint(
-    "undo patchify's steps in reverse order.",
-    more="from (B, N, P·P·C): give the patches back their grid and pixel axes, (B, H/P, W/P, P, P, "
-    "C); move the axes so that the channels come second and each grid axis sits just before its "
-    "pixel axis; then merge each pair into one side.",
+_UNDO_MORE = N_(
+    "from (B, N, P·P·C): give the patches back their grid and pixel axes, (B, H/P, W/P, P, P, "
+    "C); move the axes so that the channels come second and each grid axis sits just before "
+    "its pixel axis; then merge each pair into one side."
 )
 
 
@@ -119,9 +144,9 @@ _UNDO = Hint(
 class check_unpatchify:
     """Check `fn(patches, patch_size, image_size=(H, W)) -> (B, C, H, W)`, patchify's inverse."""
 
-    called = "patches (2, 6, 48), patch_size 4, image_size (8, 12)"
+    called = N_("patches (2, 6, 48), patch_size 4, image_size (8, 12)")
     raised = [_RESHAPE, _PERMUTE]
-    more = _UNDO.more
+    more = _UNDO_MORE
 
     @staticmethod
     def inputs(seed: int) -> dict:
@@ -136,9 +161,20 @@ class check_unpatchify:
     def judge(got, images, patches) -> None:
         mistakes = [
             (
-                Hint("a plain reshape does not put the squares back: " + _UNDO, more=_UNDO.more),
+                Hint(
+                    N_(
+                        "a plain reshape does not put the squares back: undo patchify's steps in "
+                        "reverse order."
+                    ),
+                    more=_UNDO_MORE,
+                ),
                 lambda: patches.reshape(2, 3, 8, 12),
             )
         ]
-        generic = Hint("unpatchify(patchify(x)) should give x back: " + _UNDO, more=_UNDO.more)
+        generic = Hint(
+            N_(
+                "unpatchify(patchify(x)) should give x back: undo patchify's steps in reverse order."
+            ),
+            more=_UNDO_MORE,
+        )
         compare(got, images, mistakes, generic=generic)

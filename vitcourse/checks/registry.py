@@ -36,6 +36,7 @@ from pathlib import Path
 from vitcourse.checks.answers import pack, unpack
 from vitcourse.checks.harness import CheckFailed, NotWritten
 from vitcourse.checks.hints import Hint, LearnerRaised, forget, further, raised_hint, remember
+from vitcourse.language import N_, _
 
 
 @dataclass(frozen=True)
@@ -86,11 +87,24 @@ class Exercise:
 
 
 # A pass in a teacher's copy (the book executes those): shown by `progress()`, never counted.
-TEACHERS = "correct with the teacher's solution (not counted)"
+TEACHERS = N_("correct with the teacher's solution (not counted)")
+# The results the progress file records, in English; `progress()` shows each through `_`.
+_RESULTS = (
+    N_("passed"),
+    N_("wrong"),
+    N_("error"),
+    N_("not attempted"),
+    N_("not run yet"),
+    TEACHERS,
+)
 _CRASHED = Hint(
-    "read the error: it names the operation and the shapes that do not fit. Print the shape "
-    "of each intermediate result on inputs of the shapes above.",
-    more="write each step's shape as a comment beside it, from the input's shape to the result's.",
+    N_(
+        "read the error: it names the operation and the shapes that do not fit. Print the shape "
+        "of each intermediate result on inputs of the shapes above."
+    ),
+    more=N_(
+        "write each step's shape as a comment beside it, from the input's shape to the result's."
+    ),
 )
 
 EXERCISES: dict[str, Exercise] = {}  # filled by @exercise as each check module is imported
@@ -177,8 +191,10 @@ def exercise(name: str, notebook: str, reference):
             if learner is reference:
                 _record(name, "not attempted")
                 print(
-                    f"… {name}: this is the course's solution, which the check lent you, not "
-                    "yours. Run your exercise's cell again, then this one."
+                    _(
+                        "… {name}: this is the course's solution, which the check lent you, not "
+                        "yours. Run your exercise's cell again, then this one."
+                    ).format(name=name)
                 )
                 return reference
             try:
@@ -196,18 +212,7 @@ def exercise(name: str, notebook: str, reference):
                 remember(name, failed=failed)
                 raise failed from None  # said in a few lines, without the check's frames
             forget(name)
-            if result is reference:
-                _record(name, "not attempted")
-                print(
-                    f"… {name}: not written yet (it raises NotImplementedError). The reference "
-                    "solution stands in for now, so the rest of the notebook runs. Come back to it!"
-                )
-            elif is_teachers_solution(learner):
-                _record(name, TEACHERS, keep_learners=True)
-                print(f"✓ {name}: correct (the solution in the teacher's copy: not your progress)")
-            else:
-                _record(name, "passed")
-                print(f"✓ {name}: correct, it matches the reference. Well done!")
+            _say_verdict(name, learner, lent=result is reference)
             return result
 
         check_cell.__name__ = check_cell.__qualname__ = check.__name__
@@ -221,14 +226,46 @@ def exercise(name: str, notebook: str, reference):
     return register
 
 
+def _say_verdict(name: str, learner, lent: bool) -> None:
+    """Record and print the verdict of a check that did not fail: open (`lent`: the course's
+    solution stands in), passed with the teacher's solution, or passed."""
+    if lent:
+        _record(name, "not attempted")
+        print(
+            _(
+                "… {name}: not written yet (it raises NotImplementedError). The reference "
+                "solution stands in for now, so the rest of the notebook runs. Come back to it!"
+            ).format(name=name)
+        )
+    elif is_teachers_solution(learner):
+        _record(name, TEACHERS, keep_learners=True)
+        print(
+            _("✓ {name}: correct (the solution in the teacher's copy: not your progress)").format(
+                name=name
+            )
+        )
+    else:
+        _record(name, "passed")
+        print(_("✓ {name}: correct, it matches the reference. Well done!").format(name=name))
+
+
 def hint(name: str) -> None:
     """Print a further hint for exercise `name` (as its check cell calls it: "attention",
     "MultiHeadSelfAttention"): about the mistake its check found last, or a general one."""
     every = exercises()  # its check may not be imported yet in this kernel
     if name not in every:
-        raise KeyError(f"no exercise named {name!r}; the exercises are {', '.join(every)}")
-    text = further(name)
-    print(f"Hint for {name}: {text}" if text else f"No further hint for {name}, sorry.")
+        raise KeyError(_unknown(name, every))
+    text = further(name)  # in the language chosen
+    if text:
+        print(_("Hint for {name}: {text}").format(name=name, text=text))
+    else:
+        print(_("No further hint for {name}, sorry.").format(name=name))
+
+
+def _unknown(name: str, every: dict) -> str:
+    return _("no exercise named {name}; the exercises are {exercises}").format(
+        name=repr(name), exercises=", ".join(every)
+    )
 
 
 def is_teachers_solution(learner) -> bool:
@@ -258,9 +295,10 @@ def grade(name: str, learner) -> tuple[str, str]:
     """
     every = exercises()
     if name not in every:
-        raise KeyError(f"no exercise named {name!r}; the exercises are {', '.join(every)}")
+        raise KeyError(_unknown(name, every))
     if learner is every[name].reference:
-        return "not attempted", f"{name} is the course's own solution (lent or imported), not yours"
+        why = _("{name} is the course's own solution (lent or imported), not yours")
+        return "not attempted", why.format(name=name)
     try:
         with contextlib.redirect_stdout(io.StringIO()):
             result = every[name].check(learner)
@@ -276,7 +314,9 @@ def assert_written(name: str, learner) -> None:
     nbgrader's hidden tests (`python -m vitcourse.student --nbgrader-source`), so that an open
     exercise scores no point there."""
     if learner is exercises()[name].reference:
-        raise AssertionError(f"{name} is not written yet: the course's solution stands in for it")
+        raise AssertionError(
+            _("{name} is not written yet: the course's solution stands in for it").format(name=name)
+        )
 
 
 def exercise_results() -> dict[str, str]:
@@ -304,27 +344,46 @@ def progress(notebook: str = "") -> None:
     here = [n for n in results if every[n].notebook.startswith(notebook)] if notebook else []
     if notebook and not here:
         notebooks = sorted({e.notebook for e in every.values()})
-        raise ValueError(f"no exercises in notebook {notebook!r}: expected one of {notebooks}")
+        raise ValueError(
+            _("no exercises in notebook {notebook}: expected one of {notebooks}").format(
+                notebook=repr(notebook), notebooks=notebooks
+            )
+        )
     shown = here or list(results)
     current = None
     for name in shown:
         if every[name].notebook != current:
             current = every[name].notebook
             print(current)
-        print(f"  {marks.get(results[name], '·')} {name}: {results[name]}")
+        print(f"  {marks.get(results[name], '·')} {name}: {_(results[name])}")
     if here:
         rest = [results[n] for n in results if n not in here]
-        teachers = rest.count(TEACHERS)
+        print(_summary(rest.count("passed"), len(rest), rest.count(TEACHERS), whole=False))
+    else:
+        statuses = list(results.values())
         print(
-            f"the rest of the course: {rest.count('passed')} of {len(rest)} exercises passed"
-            + (f" ({teachers} more with the teacher's solutions)" if teachers else "")
-            + " (progress() lists them all)"
+            _summary(statuses.count("passed"), len(statuses), statuses.count(TEACHERS), whole=True)
+        )
+
+
+def _summary(passed: int, total: int, teachers: int, whole: bool) -> str:
+    """`progress()`'s last line: of the whole course, or of the rest of it (one notebook shown)."""
+    numbers = {"passed": passed, "total": total, "teachers": teachers}
+    if whole and teachers:
+        said = _(
+            "{passed} of {total} exercises passed ({teachers} more with the teacher's solutions) "
+            "(recorded in {file})"
+        )
+    elif whole:
+        said = _("{passed} of {total} exercises passed (recorded in {file})")
+    elif teachers:
+        said = _(
+            "the rest of the course: {passed} of {total} exercises passed ({teachers} more with "
+            "the teacher's solutions) (progress() lists them all)"
         )
     else:
-        passed = sum(status == "passed" for status in results.values())
-        teachers = sum(status == TEACHERS for status in results.values())
-        print(
-            f"{passed} of {len(results)} exercises passed"
-            + (f" ({teachers} more with the teacher's solutions)" if teachers else "")
-            + f" (recorded in {progress_file()})"
+        said = _(
+            "the rest of the course: {passed} of {total} exercises passed (progress() lists them "
+            "all)"
         )
+    return said.format(**numbers, file=progress_file())

@@ -12,6 +12,7 @@ from torch import nn
 from vitcourse.checks.harness import Mistakes, compare, fail, randomized, seeded
 from vitcourse.checks.hints import Hint
 from vitcourse.checks.registry import exercise
+from vitcourse.language import N_, _
 from vitcourse.training import loop
 
 
@@ -33,7 +34,7 @@ def _run_steps(
     return losses, torch.cat([p.detach().flatten() for p in model.parameters()])
 
 
-_STEP_MORE = (
+_STEP_MORE = N_(
     "the step's order: the logits, the loss (with label smoothing), reset the gradients, "
     "backward, clip the gradient norm, the optimizer's step; return the loss."
 )
@@ -60,33 +61,43 @@ def _step_mistakes(state, batches) -> Mistakes:
     mistakes = [
         (
             Hint(
-                "the gradients are never reset, so the second step also adds the first "
-                "batch's: each backward() adds to what the parameters' gradients hold.",
-                more="the optimizer can reset them; do it once per step, before backward().",
+                N_(
+                    "the gradients are never reset, so the second step also adds the first "
+                    "batch's: each backward() adds to what the parameters' gradients hold."
+                ),
+                more=N_("the optimizer can reset them; do it once per step, before backward()."),
             ),
             lambda: without(zero=False),
         ),
         (
             Hint(
-                "the weights never change: the optimizer must take its step after backward() "
-                "and the clipping.",
-                more="resetting the gradients between backward() and the optimizer's step "
-                "leaves it nothing to apply: reset them before backward().",
+                N_(
+                    "the weights never change: the optimizer must take its step after backward() "
+                    "and the clipping."
+                ),
+                more=N_(
+                    "resetting the gradients between backward() and the optimizer's step "
+                    "leaves it nothing to apply: reset them before backward()."
+                ),
             ),
             lambda: without(update=False),
         ),
         (
             Hint(
-                "the gradient norm is not clipped to grad_clip.",
-                more="torch.nn.utils has a function that clips the parameters' gradient norm "
-                "in place; it goes after backward() and before the optimizer's step.",
+                N_("the gradient norm is not clipped to grad_clip."),
+                more=N_(
+                    "torch.nn.utils has a function that clips the parameters' gradient norm "
+                    "in place; it goes after backward() and before the optimizer's step."
+                ),
             ),
             lambda: without(clip=False),
         ),
         (
             Hint(
-                "label smoothing is missing from the loss.",
-                more="the cross-entropy function takes label smoothing as one of its arguments.",
+                N_("label smoothing is missing from the loss."),
+                more=N_(
+                    "the cross-entropy function takes label smoothing as one of its arguments."
+                ),
             ),
             lambda: without(smoothing=False),
         ),
@@ -100,7 +111,7 @@ class check_train_step:
     optimisation step, as `vitcourse.training.loop.train_step` takes it. The loss may come back as a
     tensor or as a number (`.item()`); the check puts the model in training mode itself."""
 
-    called = (
+    called = N_(
         "a tiny model (Linear 12 -> 16 -> 3) with AdamW, two batches of images (8, 1, 3, 4) and "
         "labels (8,), label_smoothing 0.1, grad_clip 1.0"
     )
@@ -129,8 +140,8 @@ class check_train_step:
             for loss in losses
         ):
             fail(
-                "it should return the batch's loss, one number (a tensor, or its .item())",
-                "return the loss the step computed.",
+                _("it should return the batch's loss, one number (a tensor, or its .item())"),
+                N_("return the loss the step computed."),
             )
 
         mistakes = _step_mistakes(state, batches)
@@ -139,8 +150,8 @@ class check_train_step:
             weights,
             expected,
             mistakes,
-            generic=Hint("check the step's parts and their order.", more=_STEP_MORE),
-            what="the weights after two steps",
+            generic=Hint(N_("check the step's parts and their order."), more=_STEP_MORE),
+            what=_("the weights after two steps"),
         )
         compare(
             torch.stack(
@@ -148,9 +159,13 @@ class check_train_step:
             ),
             torch.stack(expected_losses).detach(),
             generic=Hint(
-                "return the batch's loss: the cross-entropy (with label smoothing) of the model's "
-                "logits against the labels.",
-                more="the loss of the logits computed at the start of the step, before the update.",
+                N_(
+                    "return the batch's loss: the cross-entropy (with label smoothing) of the "
+                    "model's logits against the labels."
+                ),
+                more=N_(
+                    "the loss of the logits computed at the start of the step, before the update."
+                ),
             ),
-            what="the returned losses",
+            what=_("the returned losses"),
         )

@@ -18,6 +18,7 @@ from vitcourse.checks.harness import (
 )
 from vitcourse.checks.hints import Hint
 from vitcourse.checks.registry import exercise
+from vitcourse.language import N_, _
 from vitcourse.presets import PRESETS
 from vitcourse.vit import count_parameters
 
@@ -34,7 +35,7 @@ _TINY = {
 }
 
 
-_VIT_MORE = (
+_VIT_MORE = N_(
     "the shapes: images (B, C, H, W) -> patch tokens (B, N, D) -> with the cls token in front and "
     "the positions added (B, T, D) -> every block, then the final norm (B, T, D) -> the cls token "
     "(B, D) -> logits (B, classes). The paper's equations 1 to 4 (section 3.1) are these steps."
@@ -54,27 +55,31 @@ def _vit_mistakes(r, images) -> Mistakes:
     mistakes = [
         (
             Hint(
-                "the position embeddings are not added: equation 1 adds E_pos to the "
-                "whole sequence, the cls token included.",
-                more="pos_embed is (1, T, D): add it once the cls token is in front.",
+                N_(
+                    "the position embeddings are not added: equation 1 adds E_pos to the "
+                    "whole sequence, the cls token included."
+                ),
+                more=N_("pos_embed is (1, T, D): add it once the cls token is in front."),
             ),
             lambda: forward(torch.cat([cls_tok, patches], 1)),
         ),
         (
-            "the cls token goes in front (position 0), and the head reads it from there.",
+            N_("the cls token goes in front (position 0), and the head reads it from there."),
             lambda: forward(torch.cat([patches, cls_tok], 1) + r.pos_embed),
         ),
         (
-            "the head should classify the cls token, at position 0, not the last token.",
+            N_("the head should classify the cls token, at position 0, not the last token."),
             lambda: forward(
                 torch.cat([cls_tok, patches], 1) + r.pos_embed, pool=lambda t: t[:, -1]
             ),
         ),
         (
             Hint(
-                "this model pools with the cls token (config.pool == 'cls'): classify "
-                "token 0, not a mean of the tokens.",
-                more="equation 4: y = LN(z_L⁰), the final norm of the cls token's output.",
+                N_(
+                    "this model pools with the cls token (config.pool == 'cls'): classify "
+                    "token 0, not a mean of the tokens."
+                ),
+                more=N_("equation 4: y = LN(z_L⁰), the final norm of the cls token's output."),
             ),
             lambda: forward(
                 torch.cat([cls_tok, patches], 1) + r.pos_embed, pool=lambda t: t.mean(1)
@@ -82,9 +87,11 @@ def _vit_mistakes(r, images) -> Mistakes:
         ),
         (
             Hint(
-                "the final LayerNorm is missing: equation 4 normalises the last block's "
-                "output before the head.",
-                more="__init__ built it as norm; it runs once, after the last block.",
+                N_(
+                    "the final LayerNorm is missing: equation 4 normalises the last block's "
+                    "output before the head."
+                ),
+                more=N_("__init__ built it as norm; it runs once, after the last block."),
             ),
             lambda: forward(torch.cat([cls_tok, patches], 1) + r.pos_embed, final_norm=False),
         ),
@@ -96,7 +103,7 @@ def _vit_mistakes(r, images) -> Mistakes:
 class check_vision_transformer:
     """Check a ViT class: `cls(config)` with the reference's submodules, images -> logits."""
 
-    called = (
+    called = N_(
         "images (2, 3, 16, 16), in a ViT(ViTConfig(image_size=16, patch_size=4, dim=12, depth=2, "
         "num_heads=3, num_classes=5)) with the reference's weights"
     )
@@ -104,18 +111,24 @@ class check_vision_transformer:
         (
             "Sizes of tensors must match",
             Hint(
-                "the cls token is (1, 1, D), one for the whole model: each of the B images needs "
-                "its own view of it before it can join the (B, N, D) patch tokens.",
-                more="notebook 02's embed_tokens did the same (imported above from "
-                "vitcourse.embedding): `expand` makes B views without copying.",
+                N_(
+                    "the cls token is (1, 1, D), one for the whole model: each of the B images "
+                    "needs its own view of it before it can join the (B, N, D) patch tokens."
+                ),
+                more=N_(
+                    "notebook 02's embed_tokens did the same (imported above from "
+                    "vitcourse.embedding): `expand` makes B views without copying."
+                ),
             ),
         ),
         (
             "is not defined",
             Hint(
-                "a name your forward uses does not exist in this notebook.",
-                more="embed_tokens, from notebook 02, is imported above from vitcourse.embedding; "
-                "everything else the forward needs is a part __init__ built (self.…).",
+                N_("a name your forward uses does not exist in this notebook."),
+                more=N_(
+                    "embed_tokens, from notebook 02, is imported above from vitcourse.embedding; "
+                    "everything else the forward needs is a part __init__ built (self.…)."
+                ),
             ),
         ),
     ]
@@ -141,13 +154,17 @@ class check_vision_transformer:
                 r(images),
                 mistakes,
                 generic=Hint(
-                    "follow the four steps above the exercise; they are the paper's equations 1 "
-                    "to 4.",
+                    N_(
+                        "follow the four steps above the exercise; they are the paper's equations "
+                        "1 to 4."
+                    ),
                     more=_VIT_MORE,
                 ),
                 shape_hints={
-                    (2, 17, 5): "the head gives logits for every token: pool to one vector per "
-                    "image first (the cls token, at position 0).",
+                    (2, 17, 5): N_(
+                        "the head gives logits for every token: pool to one vector per "
+                        "image first (the cls token, at position 0)."
+                    ),
                 },
             )
 
@@ -156,11 +173,11 @@ class check_vision_transformer:
 class check_parameter_count:
     """Check `fn(config) -> int`: a ViT's number of trainable parameters, from its sizes alone."""
 
-    called = (
+    called = N_(
         "five configs: a tiny ViT, the same without qkv biases, the same with sin-cos positions, "
         "course-28/7 and vit-base/16"
     )
-    more = (
+    more = N_(
         "build VisionTransformer(config) for the config in the message and count the parameters "
         "of each of its parts (patch_embed, blocks[0], norm, head...) to find the piece you count "
         "differently."
@@ -188,51 +205,67 @@ class check_parameter_count:
             config = vit.ViTConfig(**fields)
             if type(answer) not in (int, float):
                 fail(
-                    f"for {config} it should return the number of parameters, an int, but "
-                    f"returned {type_name(answer)}"
+                    _(
+                        "for {config} it should return the number of parameters, an int, but "
+                        "returned {type}"
+                    ).format(config=config, type=type_name(answer))
                 )
             expected = count_parameters(config)
             if answer == expected:
                 continue
-            D, L = config.dim, config.depth
-            # What each piece adds; a learner's count that is off by exactly one of them left it out
-            # (too few) or counted it where the config has none (too many).
-            left_out = {
-                "the cls token (D numbers)": D,
-                "the position embeddings (T x D)": config.num_tokens * D,
-                "the LayerNorms (2D each: a gain and a bias; two per block and the final one)": (
-                    2 * L + 1
-                )
-                * 2
-                * D,
-                "the biases (each Linear and the patch projection have one per output)": D
-                + L * ((3 * D if config.qkv_bias else 0) + D + config.mlp_dim + D)
-                + config.num_classes,
-                "the classifier head (D x classes + classes)": D * config.num_classes
-                + config.num_classes,
-            }
-            counted_extra = {}  # only for the switches this config has off
-            if not config.qkv_bias:
-                counted_extra[L * 3 * D] = (
-                    "this config has qkv_bias=False: count qkv's 3D biases per block only when "
-                    "config.qkv_bias is True."
-                )
-            if config.pos_embed != "learned":
-                counted_extra[config.num_tokens * D] = (
-                    "this config's positions are fixed sin-cos values (a buffer, not trained): "
-                    'count the T x D position embeddings only when config.pos_embed == "learned".'
-                )
             gap = expected - answer
             if gap > 0:
-                how_far = f"{gap:,} fewer than the model has"
-                guesses = [f"did you leave out {part}?" for part, n in left_out.items() if n == gap]
+                said = _(
+                    "for {config} it gives {answer}: {gap} fewer than the model has ({expected})"
+                )
             else:
-                how_far = f"{-gap:,} more than the model has"
-                guesses = [counted_extra[-gap]] if -gap in counted_extra else []
-            fail(
-                f"for {config} it gives {answer:,}: {how_far} ({expected:,})",
-                guesses[0]
-                if guesses
-                else "go through the list above the exercise piece by piece, for this config's "
-                "switches (qkv_bias, pos_embed).",
+                said = _(
+                    "for {config} it gives {answer}: {gap} more than the model has ({expected})"
+                )
+            numbers = {"answer": f"{answer:,}", "gap": f"{abs(gap):,}", "expected": f"{expected:,}"}
+            fail(said.format(config=config, **numbers), _count_hint(config, gap))
+
+
+def _count_hint(config: vit.ViTConfig, gap) -> str:
+    """The hint for a count `gap` short of `config`'s model (or, negative, over it)."""
+    D, L = config.dim, config.depth
+    if gap > 0:
+        # What each piece adds; a learner's count that is off by exactly one of them left it out.
+        left_out = {
+            N_("the cls token (D numbers)"): D,
+            N_("the position embeddings (T x D)"): config.num_tokens * D,
+            N_("the LayerNorms (2D each: a gain and a bias; two per block and the final one)"): (
+                2 * L + 1
             )
+            * 2
+            * D,
+            N_("the biases (each Linear and the patch projection have one per output)"): D
+            + L * ((3 * D if config.qkv_bias else 0) + D + config.mlp_dim + D)
+            + config.num_classes,
+            N_("the classifier head (D x classes + classes)"): D * config.num_classes
+            + config.num_classes,
+        }
+        said = _("did you leave out {part}?")
+        guesses = [said.format(part=_(part)) for part, n in left_out.items() if n == gap]
+    else:
+        # A count too large by one of these counted it where the config has none.
+        counted_extra = {}  # only for the switches this config has off
+        if not config.qkv_bias:
+            counted_extra[L * 3 * D] = N_(
+                "this config has qkv_bias=False: count qkv's 3D biases per block only when "
+                "config.qkv_bias is True."
+            )
+        if config.pos_embed != "learned":
+            counted_extra[config.num_tokens * D] = N_(
+                "this config's positions are fixed sin-cos values (a buffer, not trained): "
+                'count the T x D position embeddings only when config.pos_embed == "learned".'
+            )
+        guesses = [counted_extra[-gap]] if -gap in counted_extra else []
+    return (
+        guesses[0]
+        if guesses
+        else N_(
+            "go through the list above the exercise piece by piece, for this config's "
+            "switches (qkv_bias, pos_embed)."
+        )
+    )

@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from torch.utils.data import Dataset
 
 from vitcourse.data.datasets import DatasetInfo
+from vitcourse.language import _
 from vitcourse.scrambling import scramble_fixed
 
 
@@ -27,9 +28,11 @@ def random_crop_flip(images: torch.Tensor, padding: int, hflip: bool) -> torch.T
     """
     if images.ndim != 4:
         raise ValueError(
-            f"expected a batch of images (B, C, H, W), got shape {tuple(images.shape)}"
+            _("expected a batch of images (B, C, H, W), got shape {shape}").format(
+                shape=tuple(images.shape)
+            )
         )
-    b, _, h, w = images.shape
+    b, _channels, h, w = images.shape
     on = {"device": images.device}  # on the GPU when the images are kept there
     padded = F.pad(images, (padding,) * 4)  # zeros around every image
     # The crop's top-left corner, per image.
@@ -62,8 +65,10 @@ class InMemoryImages(Dataset):
     ):
         if images.dtype != torch.uint8 or images.ndim != 4 or len(images) != len(labels):
             raise ValueError(
-                f"expected uint8 images (N, C, H, W) and N labels, got {images.dtype} "
-                f"{tuple(images.shape)} and {len(labels)} labels"
+                _("expected uint8 images (N, C, H, W) and N labels, got {dtype} {shape} and "
+                  "{count} labels").format(
+                    dtype=images.dtype, shape=tuple(images.shape), count=len(labels)
+                )
             )
         self.images, self.labels, self.info, self.augment = images, labels, info, augment
         self._mean = torch.tensor(info.mean, device=images.device).view(1, -1, 1, 1)

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import torchvision
 
+from vitcourse.language import _
+
 
 @dataclass(frozen=True)
 class DatasetInfo:
@@ -160,7 +162,11 @@ def scrambled_twin(info: DatasetInfo) -> DatasetInfo:
     size, against the CNN on it (benchmarks/vit_wins.py). Works for a folder of your own images
     too, to pass to `make_loaders` as notebook 09 does (it has no name of its own)."""
     if info.image_size % 2:
-        raise ValueError(f"a 2 x 2 grid of squares needs an even image size, got {info.image_size}")
+        raise ValueError(
+            _("a 2 x 2 grid of squares needs an even image size, got {size}").format(
+                size=info.image_size
+            )
+        )
     return replace(info, name=f"{info.name}-scrambled", scramble=info.image_size // 2)
 
 
@@ -186,7 +192,9 @@ def dataset_info(name: str) -> DatasetInfo:
     key = table_key(name)
     if key not in DATASETS:
         raise ValueError(
-            f"unknown dataset {name!r}: expected one of {', '.join(DATASETS)}, or the path of a "
-            "folder of your own images with one sub-folder per class"
+            _("unknown dataset {name}: expected one of {names}, or the path of a folder of your "
+              "own images with one sub-folder per class").format(
+                name=repr(name), names=", ".join(DATASETS)
+            )
         )
     return DATASETS[key]

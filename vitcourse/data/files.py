@@ -22,6 +22,7 @@ from torch.utils.data import Dataset
 
 from vitcourse.data.datasets import DatasetInfo
 from vitcourse.environment import default_root, is_online, shown_path
+from vitcourse.language import _
 
 # Seconds a download may go without receiving data before it is given up.
 DOWNLOAD_TIMEOUT = 60
@@ -35,6 +36,10 @@ FASHION_MNIST_MD5 = {
     "t10k-images-idx3-ubyte": "8181f5470baa50b63fa0f6fddb340f0a",
     "t10k-labels-idx1-ubyte": "15d484375f8d13e6eb1aabb0c3f46965",
 }
+
+
+# How to get the shipped Fashion-MNIST archives back (names kept out of the translated messages).
+_RESTORE = {"restore": "`git checkout data/`", "package": "dataset-fashion-mnist"}
 
 
 class DatasetNotFoundError(FileNotFoundError):
@@ -57,8 +62,10 @@ def prepare_fashion_mnist(root: str | Path | None = None) -> Path:
             got = _md5(target.read_bytes())
             if got != expected:
                 raise DatasetNotFoundError(
-                    f"{target} is damaged: its MD5 is {got}, expected {expected}. "
-                    "Delete it and it will be unpacked again from the .gz archive."
+                    _("{file} is damaged: its MD5 is {got}, expected {expected}. Delete it and "
+                      "it will be unpacked again from the .gz archive.").format(
+                        file=target, got=got, expected=expected
+                    )
                 )
             continue
         archive = _find_fashion_archive(raw, filename)
@@ -67,9 +74,11 @@ def prepare_fashion_mnist(root: str | Path | None = None) -> Path:
         got = _md5(content)
         if got != expected:
             raise DatasetNotFoundError(
-                f"{archive} does not hold the official Fashion-MNIST {filename}: MD5 {got}, "
-                f"expected {expected}. Restore it with `git checkout data/` or from Debian's "
-                "dataset-fashion-mnist package."
+                _("{archive} does not hold the official Fashion-MNIST {file}: MD5 {got}, "
+                  "expected {expected}. Restore it with {restore} or from Debian's {package} "
+                  "package.").format(
+                    archive=archive, file=filename, got=got, expected=expected, **_RESTORE
+                )
             )
         raw.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(target.name + ".tmp")
@@ -91,9 +100,9 @@ def unpack_or_download(
         url = _download_url(info)
         reason = None
         if not download:
-            reason = "download=False was given"
+            reason = _("{argument} was given").format(argument="download=False")
         elif not is_online(url):
-            reason = f"{urlparse(url).hostname} cannot be reached (offline?)"
+            reason = _("{host} cannot be reached (offline?)").format(host=urlparse(url).hostname)
         if reason:
             raise DatasetNotFoundError(_missing_message(info, root, url, reason))
     # torchvision's downloader sets no timeout: a stalled server would hang the notebook forever.
@@ -103,7 +112,9 @@ def unpack_or_download(
         return info.torchvision_class(str(root), train=train, transform=transform, download=True)
     except (OSError, RuntimeError) as e:
         raise DatasetNotFoundError(
-            _missing_message(info, root, _download_url(info), f"the download failed ({e})")
+            _missing_message(
+                info, root, _download_url(info), _("the download failed ({error})").format(error=e)
+            )
         ) from e
     finally:
         socket.setdefaulttimeout(previous)
@@ -118,9 +129,15 @@ def _find_fashion_archive(raw: Path, filename: str) -> Path:
         if (folder / f"{filename}.gz").exists():
             return folder / f"{filename}.gz"
     raise DatasetNotFoundError(
-        f"fashion-mnist: {filename}.gz is missing from {shown_path(raw)}. The course ships the four archives "
-        "in data/FashionMNIST/raw/: restore them with `git checkout data/`, or copy them from "
-        "Debian's dataset-fashion-mnist package (/usr/share/datasets/fashion-mnist/)."
+        _("fashion-mnist: {file} is missing from {folder}. The course ships the four archives "
+          "in {shipped}: restore them with {restore}, or copy them from Debian's {package} "
+          "package ({installed}).").format(
+            file=f"{filename}.gz",
+            folder=shown_path(raw),
+            shipped="data/FashionMNIST/raw/",
+            installed="/usr/share/datasets/fashion-mnist/",
+            **_RESTORE,
+        )
     )
 
 
@@ -134,11 +151,20 @@ def _download_url(info: DatasetInfo) -> str:
 def _missing_message(info: DatasetInfo, root: Path, url: str, reason: str) -> str:
     # Paths from the course's folder (`data`): the message names no folder of the machine it ran on.
     archives = ", ".join(shown_path(root / a) for a in info.archives)
-    return (
-        f"{info.name} is not in {shown_path(root)} and cannot be downloaded: {reason}.\n"
-        f"To get it, either run this once on a machine that is online:\n"
-        f"    python -c \"from vitcourse.data import load_dataset; load_dataset('{info.name}')\"\n"
-        f"and copy its data folder here, or download the archive(s) from {url.rsplit('/', 1)[0]}/ "
-        f"and place them at: {archives}.\n"
-        f"Fashion-MNIST ships with the course and always works offline: load_dataset('fashion-mnist')."
+    return _(
+        "{name} is not in {folder} and cannot be downloaded: {reason}.\n"
+        "To get it, either run this once on a machine that is online:\n"
+        "    {command}\n"
+        "and copy its data folder here, or download the archive(s) from {url}/ "
+        "and place them at: {archives}.\n"
+        "Fashion-MNIST ships with the course and always works offline: {offline}."
+    ).format(
+        name=info.name,
+        folder=shown_path(root),
+        reason=reason,
+        command=f"python -c \"from vitcourse.data import load_dataset; "
+        f"load_dataset('{info.name}')\"",
+        url=url.rsplit("/", 1)[0],
+        archives=archives,
+        offline="load_dataset('fashion-mnist')",
     )

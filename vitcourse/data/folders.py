@@ -29,6 +29,7 @@ from PIL import Image, ImageOps
 
 from vitcourse.data.batching import InMemoryImages
 from vitcourse.data.datasets import DATASETS, DatasetInfo, table_key
+from vitcourse.language import N_, _
 
 # 32 x 32 pixels unless asked otherwise: CIFAR's size, so the course's 32-pixel models (8 x 8
 # patches of 4 x 4 pixels) train on a laptop's CPU in minutes. Each doubling of the side makes four
@@ -36,7 +37,7 @@ from vitcourse.data.datasets import DATASETS, DatasetInfo, table_key
 DEFAULT_IMAGE_SIZE = 32
 # Sizes with a course model: 28 (Fashion-MNIST's), and multiples of 4 from 16 to 64 (CIFAR's, whose
 # 4 x 4 patches fit any multiple of 4; at 64, 256 patches: a CPU's limit).
-SIZES_THAT_WORK = "28, or a multiple of 4 from 16 to 64 (32 by default)"
+SIZES_THAT_WORK = N_("28, or a multiple of 4 from 16 to 64 (32 by default)")  # shown through _
 TEST_EVERY = 5  # without a test split, one image in 5 of each class is held out for testing
 SPLITS = {"train": "train", "val": "val", "valid": "val", "validation": "val", "test": "test"}
 LITTER = {"__MACOSX", "Thumbs.db", "desktop.ini"}  # what zip tools and file browsers leave behind
@@ -102,8 +103,10 @@ def kept_info(path: str | os.PathLike, kept: dict) -> DatasetInfo:
     info = folder_info(path, kept["image_size"])
     if list(info.classes) != list(kept["classes"]):
         raise FolderError(
-            f"the classes in {info.folder} changed since the run began: it had "
-            f"{', '.join(kept['classes'])}; now {', '.join(info.classes)}"
+            _("the classes in {folder} changed since the run began: it had {before}; now "
+              "{now}").format(
+                folder=info.folder, before=", ".join(kept["classes"]), now=", ".join(info.classes)
+            )
         )
     statistics = {key: tuple(kept[key]) for key in ("mean", "std")}
     return dataclasses.replace(info, channels=kept["channels"], **statistics)
@@ -149,11 +152,11 @@ def _read(path: str | os.PathLike, image_size: int | None) -> _Folder:
     size = DEFAULT_IMAGE_SIZE if image_size is None else image_size
     _family(size)  # a size without a model is refused before any decoding
     if not root.exists():
-        raise FolderError(f"there is no folder {root}")
+        raise FolderError(_("there is no folder {folder}").format(folder=root))
     if not root.is_dir():
         raise FolderError(
-            f"{root} is a file, not a folder: your own dataset is a folder with one sub-folder "
-            "per class (unzip an archive first)"
+            _("{file} is a file, not a folder: your own dataset is a folder with one sub-folder "
+              "per class (unzip an archive first)").format(file=root)
         )
     changed = _modification_times(root)
     cached = _READ.get((root, size))
@@ -176,25 +179,36 @@ def _decode_folder(root: Path, size: int, changed: tuple) -> _Folder:
         except (OSError, SyntaxError, ValueError, EOFError, Image.DecompressionBombError):
             skipped.append(str(file.relative_to(root)))  # not an image, truncated, empty...
     if skipped:
-        shown = ", ".join(skipped[:10]) + (f" and {len(skipped) - 10} more" if skipped[10:] else "")
-        plural = len(skipped) > 1
-        what = (
-            "files that are not readable images" if plural else "file that is not a readable image"
-        )
-        warnings.warn(f"{root}: skipped {len(skipped)} {what}: {shown}", stacklevel=5)
+        _warn_skipped(root, skipped)
     if not decoded:
-        raise FolderError(f"found no readable images in {root} ({len(classes)} class folders)")
-    names = [split for split, *_ in decoded]
-    labels = torch.tensor([label for _, label, *_ in decoded])
+        raise FolderError(
+            _("found no readable images in {folder} ({count} class folders)").format(
+                folder=root, count=len(classes)
+            )
+        )
+    names = [split for split, *_rest in decoded]
+    labels = torch.tensor([label for _split, label, *_rest in decoded])
     if "test" not in splits:
         names = _hold_out_tests(labels, names)
     _check_training_images(splits["train"], classes, labels, names)
-    images = torch.stack([image for *_, image in decoded])
+    images = torch.stack([image for *_rest, image in decoded])
     train = torch.tensor([s == "train" for s in names])
-    grays = torch.tensor([gray for _, _, gray, _ in decoded])
+    grays = torch.tensor([gray for _split, _label, gray, _image in decoded])
     channels = 1 if grays[train].all() else 3  # grayscale only if every training image is
     info = _info(root, size, classes, channels, _with_channels(images[train], channels))
     return _Folder(info, images, labels, tuple(names), changed)
+
+
+def _warn_skipped(root: Path, skipped: list[str]) -> None:
+    """Name the files PIL could not read (the first ten, and how many more)."""
+    shown = ", ".join(skipped[:10])
+    if skipped[10:]:
+        shown += _(" and {count} more").format(count=len(skipped) - 10)
+    if len(skipped) > 1:
+        message = _("{folder}: skipped {count} files that are not readable images: {files}")
+    else:
+        message = _("{folder}: skipped {count} file that is not a readable image: {files}")
+    warnings.warn(message.format(folder=root, count=len(skipped), files=shown), stacklevel=6)
 
 
 def _layout(root: Path) -> dict[str, Path]:
@@ -207,8 +221,15 @@ def _layout(root: Path) -> dict[str, Path]:
     others = [f.name for f in folders if f.name.lower() not in SPLITS]
     if others:
         raise FolderError(
-            f"{root} has split folders ({', '.join(f.name for f in splits.values())}) and also "
-            f"{', '.join(others)}: put every class in train/ and test/ (or val/), or none"
+            _("{folder} has split folders ({splits}) and also {others}: put every class in "
+              "{train} and {test} (or {val}), or none").format(
+                folder=root,
+                splits=", ".join(f.name for f in splits.values()),
+                others=", ".join(others),
+                train="train/",
+                test="test/",
+                val="val/",
+            )
         )
     if "val" in splits and "test" not in splits:
         splits["test"] = splits.pop("val")
@@ -220,10 +241,18 @@ def _list_files(root: Path, splits: dict[str, Path]) -> tuple[tuple[str, ...], l
     per_split = {split: {c.name: c for c in _subfolders(f)} for split, f in splits.items()}
     classes = tuple(sorted(set().union(*per_split.values())))
     if len(classes) < 2:
-        found = f"1 class ({classes[0]})" if classes else "no class sub-folders"
+        if classes:
+            message = _("found 1 class ({name}) in {folder}: a classifier needs at least two, "
+                        "each a sub-folder of its images ({example})")
+        else:
+            message = _("found no class sub-folders in {folder}: a classifier needs at least "
+                        "two, each a sub-folder of its images ({example})")
         raise FolderError(
-            f"found {found} in {splits['train']}: a classifier needs at least two, each a "
-            "sub-folder of its images (cats/..., dogs/...)"
+            message.format(
+                name=classes[0] if classes else "",
+                folder=splits["train"],
+                example="cats/..., dogs/...",
+            )
         )
     files = [
         (split, label, file)
@@ -253,12 +282,16 @@ def _check_training_images(train: Path, classes: tuple, labels: torch.Tensor, na
     if missing:
         where = ", ".join(str(train / c) for c in missing)
         raise FolderError(
-            f"class {', '.join(missing)} has no training image: no readable image in {where}"
+            _("class {names} has no training image: no readable image in {folders}").format(
+                names=", ".join(missing), folders=where
+            )
         )
     if "test" not in names:
         raise FolderError(
-            f"{train} has too few images to set some aside for testing ({len(names)}): give a "
-            f"class {TEST_EVERY} or more, or a test/ folder beside train/"
+            _("{folder} has too few images to set some aside for testing ({count}): give a "
+              "class {least} or more, or a {test} folder beside {train}").format(
+                folder=train, count=len(names), least=TEST_EVERY, test="test/", train="train/"
+            )
         )
 
 
@@ -289,7 +322,11 @@ def _family(size: int) -> DatasetInfo:
     if same:
         return same[0]
     if not isinstance(size, int) or size % 4 or not 16 <= size <= 64:
-        raise FolderError(f"no course model fits {size} x {size} images: sizes {SIZES_THAT_WORK}")
+        raise FolderError(
+            _("no course model fits {size} x {size} images: sizes {sizes}").format(
+                size=size, sizes=_(SIZES_THAT_WORK)
+            )
+        )
     return DATASETS["cifar10"]
 
 

@@ -44,6 +44,7 @@ from vitcourse.data.folders import (
     prepare_image,
 )
 from vitcourse.environment import default_root, pick_device, quick_mode
+from vitcourse.language import _
 from vitcourse.scrambling import scramble_fixed
 from vitcourse.training.scaling import ShardSampler
 
@@ -74,8 +75,8 @@ def dataset_info(name: str | DatasetInfo, image_size: int | None = None) -> Data
     info = datasets.dataset_info(name)
     if image_size is not None and image_size != info.image_size:
         raise ValueError(
-            f"image_size resizes a folder of your own images; {info.name}'s images are "
-            f"{info.image_size} x {info.image_size}"
+            _("{argument} resizes a folder of your own images; {name}'s images are {size} x "
+              "{size}").format(argument="image_size", name=info.name, size=info.image_size)
         )
     return info
 
@@ -193,7 +194,11 @@ def make_loaders(
     """
     info = dataset_info(name)
     if not 0 < fraction <= 1:
-        raise ValueError(f"fraction is a share of the training images in (0, 1], got {fraction}")
+        raise ValueError(
+            _("{argument} is a share of the training images in (0, 1], got {value}").format(
+                argument="fraction", value=fraction
+            )
+        )
     train_images, test_images, own_val = _images_in_memory(info, root, augment)
     if info.folder is not None:  # often a few hundred images: keep most of them to train on
         val_size = min(val_size, max(1, len(train_images) // 10))
@@ -260,7 +265,11 @@ def _split_indices(
         train_idx = torch.randperm(n_train - own_val, generator=generator).tolist()
         val_idx = list(range(n_train - own_val, n_train))
     elif not 0 < val_size < n_train:
-        raise ValueError(f"val_size must be between 1 and {n_train - 1} for {name}, got {val_size}")
+        raise ValueError(
+            _("{argument} must be between 1 and {most} for {name}, got {value}").format(
+                argument="val_size", most=n_train - 1, name=name, value=val_size
+            )
+        )
     else:
         order = torch.randperm(n_train, generator=generator).tolist()
         val_idx, train_idx = order[:val_size], order[val_size:]
@@ -278,7 +287,11 @@ def _split_sizes(limit: int | None, whole: tuple[int, int, int]) -> tuple[int, i
         cut = QUICK_SIZES
     elif limit is not None:
         if limit < 4:
-            raise ValueError(f"limit must be at least 4 images, got {limit}")
+            raise ValueError(
+                _("{argument} must be at least 4 images, got {value}").format(
+                    argument="limit", value=limit
+                )
+            )
         cut = (limit, max(1, limit // 4), max(1, limit // 4))
     else:
         return whole

@@ -12,6 +12,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from vitcourse.language import _
+
 # Photos that ship inside scikit-image's wheel (no download): name -> the skimage.data function.
 PHOTOS = ("chelsea", "astronaut", "coffee", "rocket")
 
@@ -22,7 +24,11 @@ def load_photo(name: str = "chelsea", size: int = 224) -> torch.Tensor:
     import skimage.data  # here, not at the top: a hosted set-up may install it first
 
     if name not in PHOTOS:
-        raise ValueError(f"unknown photo {name!r}: expected one of {', '.join(PHOTOS)}")
+        raise ValueError(
+            _("unknown photo {name}: expected one of {names}").format(
+                name=repr(name), names=", ".join(PHOTOS)
+            )
+        )
     pixels = np.asarray(getattr(skimage.data, name)())  # (H, W, 3) uint8
     image = torch.from_numpy(pixels).permute(2, 0, 1).float() / 255  # (3, H, W)
     H, W = image.shape[1:]

@@ -20,6 +20,7 @@ from tqdm.auto import tqdm
 # The type hints name the trainer that calls a callback, `vitcourse.training.loop.Trainer`, without
 # importing it: the trainer imports the callbacks, not the reverse.
 import vitcourse
+from vitcourse.language import _
 from vitcourse.training.evaluation import evaluate
 
 
@@ -87,7 +88,12 @@ class CheckpointCallback(Callback):
     def on_fit_end(self, trainer: vitcourse.training.loop.Trainer) -> None:
         if trainer.interrupted or trainer.stopped:
             trainer.save(self.path)
-            print(f"saved {self.path}; resume with Trainer.resume or --resume", file=sys.stderr)
+            print(
+                _("saved {path}; resume with {method} or {option}").format(
+                    path=self.path, method="Trainer.resume", option="--resume"
+                ),
+                file=sys.stderr,
+            )
 
 
 class ProgressCallback(Callback):
@@ -101,8 +107,9 @@ class ProgressCallback(Callback):
     def __init__(self, every_epochs: int = 1, every_steps: int = 20, stream=None):
         if every_epochs < 1 or every_steps < 1:
             raise ValueError(
-                f"every_epochs and every_steps must be at least 1, got {every_epochs} and "
-                f"{every_steps}"
+                _("{first} and {second} must be at least 1, got {a} and {b}").format(
+                    first="every_epochs", second="every_steps", a=every_epochs, b=every_steps
+                )
             )
         self.every_epochs = every_epochs
         self.every_steps = every_steps  # how often the bar's loss is refreshed
@@ -116,7 +123,7 @@ class ProgressCallback(Callback):
             total=total,
             initial=self._done(trainer),
             unit="s" if budget else "step",
-            desc="training",
+            desc=_("training"),
             # silent when the output is not a terminal (tqdm.auto shows widgets), or where tqdm's
             # own switch TQDM_DISABLE is set (the book sets it: a frozen widget is no use there)
             disable=True if os.environ.get("TQDM_DISABLE") else None,
@@ -131,15 +138,7 @@ class ProgressCallback(Callback):
     def on_epoch_end(self, trainer: vitcourse.training.loop.Trainer, record: dict) -> None:
         self.bar.update(self._done(trainer) - self.bar.n)
         if record["epoch"] % self.every_epochs == 0 or trainer.finished():
-            train_acc, val_acc = record.get("train_acc"), record["val_acc"]
-            tqdm.write(
-                f"epoch {record['epoch']:>3}  train loss {record['train_loss']:.3f}  "
-                + (f"train acc {100 * train_acc:.2f}%  " if train_acc is not None else "")
-                + f"val loss {record['val_loss']:.3f}  "
-                + (f"val acc {100 * val_acc:.2f}%  " if val_acc is not None else "")
-                + f"{trainer.elapsed:.0f}s trained",
-                file=self.stream or sys.stdout,
-            )
+            tqdm.write(_epoch_line(record, trainer.elapsed), file=self.stream or sys.stdout)
 
     def on_fit_end(self, trainer: vitcourse.training.loop.Trainer) -> None:
         self.bar.close()
@@ -150,3 +149,18 @@ class ProgressCallback(Callback):
         if trainer.config.minutes:
             return min(int(trainer.elapsed), round(60 * trainer.config.minutes))
         return trainer.steps_done
+
+
+def _epoch_line(record: dict, seconds: float) -> str:
+    """An epoch's line of results: "epoch   1  train loss 0.912  train acc 68.10%  ..."; the
+    accuracies only for a model that classifies."""
+    train_acc, val_acc = record.get("train_acc"), record["val_acc"]
+    line = _("epoch {epoch:>3}  train loss {loss:.3f}  ").format(
+        epoch=record["epoch"], loss=record["train_loss"]
+    )
+    if train_acc is not None:
+        line += _("train acc {percent:.2f}%  ").format(percent=100 * train_acc)
+    line += _("val loss {loss:.3f}  ").format(loss=record["val_loss"])
+    if val_acc is not None:
+        line += _("val acc {percent:.2f}%  ").format(percent=100 * val_acc)
+    return line + _("{seconds:.0f}s trained").format(seconds=seconds)

@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from vitcourse.language import _
 from vitcourse.training.loop import Trainer
 
 KINDS = ("hard", "soft")
@@ -47,13 +48,25 @@ def distillation_loss(
       term is that many times smaller than this one.
     """
     if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+        raise ValueError(
+            _("{argument} must be one of {kinds}, got {value}").format(
+                argument="kind", kinds=KINDS, value=repr(kind)
+            )
+        )
     if not 0 <= alpha <= 1:
-        raise ValueError(f"alpha weighs the teacher's loss, in [0, 1]; got {alpha}")
+        raise ValueError(
+            _("{argument} weighs the teacher's loss, in [0, 1]; got {value}").format(
+                argument="alpha", value=alpha
+            )
+        )
     if not cls_logits.shape == dist_logits.shape == teacher_logits.shape:
         raise ValueError(
-            f"expected three (B, classes) logits of one shape, got {tuple(cls_logits.shape)}, "
-            f"{tuple(dist_logits.shape)} and {tuple(teacher_logits.shape)} (cls, dist, teacher)"
+            _("expected three (B, classes) logits of one shape, got {cls}, {dist} and {teacher} "
+              "(cls, dist, teacher)").format(
+                cls=tuple(cls_logits.shape),
+                dist=tuple(dist_logits.shape),
+                teacher=tuple(teacher_logits.shape),
+            )
         )
     base = F.cross_entropy(cls_logits, labels, label_smoothing=label_smoothing)
     if kind == "hard":
@@ -91,14 +104,15 @@ class DistillationTrainer(Trainer):
         super().__init__(model, loaders, config, **kwargs)
         if getattr(model, "num_prefix_tokens", 1) != 2:
             raise TypeError(
-                f"the student needs a distillation token (vitcourse.deit.DistilledViT); got a "
-                f"{type(model).__name__}"
+                _("the student needs a distillation token ({needed}); got a {name}").format(
+                    needed="vitcourse.deit.DistilledViT", name=type(model).__name__
+                )
             )
         classes = (model.config.num_classes, teacher.config.num_classes)
         if classes[0] != classes[1]:
             raise ValueError(
-                f"the student has {classes[0]} classes and the teacher {classes[1]}: "
-                "train the teacher on the same dataset"
+                _("the student has {student} classes and the teacher {teacher}: train the "
+                  "teacher on the same dataset").format(student=classes[0], teacher=classes[1])
             )
         self.teacher = teacher.to(self.device).eval().requires_grad_(False)
         self.kind = kind
@@ -106,7 +120,12 @@ class DistillationTrainer(Trainer):
         self.alpha = alpha if alpha is not None else (0.5 if kind == "hard" else 0.1)
         self.tau = tau if tau is not None else (1.0 if kind == "hard" else 3.0)
         if kind not in KINDS or not 0 <= self.alpha <= 1:
-            raise ValueError(f"expected kind in {KINDS} and alpha in [0, 1], got {kind!r}, {alpha}")
+            raise ValueError(
+                _("expected {kind} in {kinds} and {alpha} in [0, 1], got {got_kind}, "
+                  "{got_alpha}").format(
+                    kind="kind", kinds=KINDS, alpha="alpha", got_kind=repr(kind), got_alpha=alpha
+                )
+            )
 
     def loss_fn(self, images: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         with torch.no_grad():

@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from vitcourse.language import _
 from vitcourse.training.scaling import ShardSampler, all_reduce_sum, distributed, to_device
 
 
@@ -49,7 +50,7 @@ def evaluate(
         total_loss, count = sums[0].item(), int(sums[1].item())
         confusion = all_reduce_sum(confusion, device)
     if count == 0:
-        raise ValueError("cannot evaluate on an empty loader")
+        raise ValueError(_("cannot evaluate on an empty loader"))
     correct = confusion.diag().float()
     precision = correct / confusion.sum(0).clamp(min=1)
     recall = correct / confusion.sum(1).clamp(min=1)

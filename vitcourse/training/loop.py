@@ -28,6 +28,7 @@ from torch import nn
 
 from vitcourse.checkpoints import atomic_save
 from vitcourse.environment import pick_device
+from vitcourse.language import _
 from vitcourse.training.callbacks import (
     Callback,
     StopTraining,
@@ -73,11 +74,14 @@ class TrainConfig:
 
     def __post_init__(self):
         if self.minutes is None and self.epochs < 1:
-            raise ValueError(f"epochs must be at least 1, got {self.epochs}")
+            message = _("{argument} must be at least 1, got {value}")
+            raise ValueError(message.format(argument="epochs", value=self.epochs))
         if self.minutes is not None and self.minutes <= 0:
-            raise ValueError(f"minutes must be positive, got {self.minutes}")
+            message = _("{argument} must be positive, got {value}")
+            raise ValueError(message.format(argument="minutes", value=self.minutes))
         if not 0 <= self.warmup < 1:
-            raise ValueError(f"warmup is a fraction of training in [0, 1), got {self.warmup}")
+            message = _("{argument} is a fraction of training in [0, 1), got {value}")
+            raise ValueError(message.format(argument="warmup", value=self.warmup))
 
 
 def learning_rate(progress: float, config: TrainConfig) -> float:
@@ -220,12 +224,10 @@ class Trainer:
                 self._call("on_epoch_end", record)
         except KeyboardInterrupt:
             self.interrupted = True  # stop cleanly: model and history stay; callbacks save them
-            print(
-                f"\ninterrupted after {self.steps_done} steps; the model and history are kept",
-                file=sys.stderr,
-            )
+            message = _("interrupted after {steps} steps; the model and history are kept")
+            print("\n" + message.format(steps=self.steps_done), file=sys.stderr)
         except StopTraining as stop:  # a callback's decision: the same clean stop
-            self.stopped = str(stop) or "a callback stopped training"
+            self.stopped = str(stop) or _("a callback stopped training")
         self._call("on_fit_end")
         return self.history
 
@@ -348,8 +350,10 @@ class Trainer:
         super().__init_subclass__(**kwargs)
         if "loss" in vars(cls) and "loss_fn" not in vars(cls):  # the hook's old name
             raise TypeError(
-                f"{cls.__name__} defines `loss(images, labels)`: the trainer calls a method named "
-                "`loss_fn(images, labels)` instead; rename it"
+                _("{name} defines {old}: the trainer calls a method named {new} instead; "
+                  "rename it").format(
+                    name=cls.__name__, old="`loss(images, labels)`", new="`loss_fn(images, labels)`"
+                )
             )
 
     @property

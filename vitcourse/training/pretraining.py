@@ -23,6 +23,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import torch
 
+from vitcourse.language import _
 from vitcourse.mae import MaskedAutoencoder
 from vitcourse.patching import patchify, unpatchify
 from vitcourse.training.loop import TrainConfig, Trainer
@@ -52,7 +53,7 @@ class PretrainTrainer(Trainer):
         self.model.eval()
         generator = torch.Generator().manual_seed(0)
         total, count = 0.0, 0
-        for images, _ in self.loaders.val:
+        for images, _labels in self.loaders.val:
             out = self.model(images.to(self.device), generator=generator)
             total += out.loss.item() * len(images)
             count += len(images)
@@ -78,10 +79,11 @@ def plot_reconstructions(
     P, size = model.config.encoder.patch_size, images.shape[-1]
     hidden = mask.cpu().unsqueeze(-1)  # (B, N, 1)
     grey = unpatchify(patchify(pixels, P).masked_fill(hidden, 0.5), P, size)
-    rows = {
-        "original": pixels,
-        f"encoder sees ({100 * (1 - model.config.mask_ratio):.0f}%)": grey,
-        "reconstruction": denormalize(rebuilt.cpu()).clamp(0, 1),
+    seen = 100 * (1 - model.config.mask_ratio)
+    rows = {  # each row's label: its images
+        _("original"): pixels,
+        _("encoder sees ({percent:.0f}%)").format(percent=seen): grey,
+        _("reconstruction"): denormalize(rebuilt.cpu()).clamp(0, 1),
     }
     B = len(images)
     fig, axes = plt.subplots(3, B, figsize=(1.4 * B, 4.6), squeeze=False)
@@ -93,7 +95,7 @@ def plot_reconstructions(
             ax.imshow(picture, cmap="gray", vmin=0, vmax=1)
             ax.set_xticks([]), ax.set_yticks([])
         axes[r, 0].set_ylabel(title, fontsize=9)
-    fig.suptitle("Masked-patch pre-training: the hidden patches painted back", fontsize=10)
+    fig.suptitle(_("Masked-patch pre-training: the hidden patches painted back"), fontsize=10)
     fig.tight_layout()
     return fig
 

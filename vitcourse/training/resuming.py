@@ -16,6 +16,7 @@ from pathlib import Path
 import torch
 
 from vitcourse.checkpoints import CheckpointError, load_checkpoint, model_state
+from vitcourse.language import _
 
 
 class EpochReplay:
@@ -85,21 +86,28 @@ def _check_fits(state: dict, path: str | Path, trainer) -> None:
     missing = {"optimizer", "schedule", "history", "rng"} - set(state)
     if missing:
         raise CheckpointError(
-            f"{path} holds a model but not a training run to resume "
-            f"(no {', '.join(sorted(missing))}): use vitcourse.checkpoints.load_model for it"
+            _("{path} holds a model but not a training run to resume (no {missing}): use "
+              "{function} for it").format(
+                path=path,
+                missing=", ".join(sorted(missing)),
+                function="vitcourse.checkpoints.load_model",
+            )
         )
     architecture = state.get("architecture", "vit")
     if architecture != trainer.model.architecture:
         raise CheckpointError(
-            f"{path} holds a {architecture} training run; this trainer trains a "
-            f"{trainer.model.architecture}"
+            _("{path} holds a {architecture} training run; this trainer trains a {own}").format(
+                path=path, architecture=architecture, own=trainer.model.architecture
+            )
         )
     schedule = state["schedule"]
     if schedule["batch"] and schedule.get("world_size", 1) != trainer.world_size:
         raise CheckpointError(
-            f"{path} stopped in the middle of an epoch with {schedule.get('world_size', 1)} "
-            f"processes; resume it with as many (this run has {trainer.world_size}), or from a "
-            "checkpoint written at the end of an epoch"
+            _("{path} stopped in the middle of an epoch with {processes} processes; resume it "
+              "with as many (this run has {own}), or from a checkpoint written at the end of an "
+              "epoch").format(
+                path=path, processes=schedule.get("world_size", 1), own=trainer.world_size
+            )
         )
 
 
@@ -112,7 +120,9 @@ def restore_training(trainer, path: str | Path) -> dict:
         trainer.model.load_state_dict(state["model"])
         trainer.optimizer.load_state_dict(state["optimizer"])
     except (ValueError, RuntimeError, KeyError) as e:
-        raise CheckpointError(f"{path} does not fit this model or optimizer: {e}") from e
+        raise CheckpointError(
+            _("{path} does not fit this model or optimizer: {error}").format(path=path, error=e)
+        ) from e
     schedule = state["schedule"]
     trainer.epoch, trainer.steps_done = schedule["epoch"], schedule["step"]
     trainer.epoch_batches_done, trainer.elapsed = schedule["batch"], schedule["elapsed"]

@@ -1,0 +1,44 @@
+"""The book's own words, in each language it is built in (`book/build --language es`): the lines
+it adds to a notebook's page (the links under the title, the note under an explorer, the exercise
+as the student copy has it, notebook 06's fixed passes) and the link to the other edition."""
+
+WORDS = {
+    "en": {
+        "title": "vitcourse: build a Vision Transformer, step by step",
+        "links": "**Run it:** [this notebook on Colab]({teacher}) · [the student copy on Colab]"
+        "({student}) (the exercises open; this page folds the solutions) · on your machine, "
+        "`jupyter lab {folder}/{name}` ([set-up](../index.md#run-it-on-your-machine)). "
+        '**Teach it:** <a href="../{deck}">the slides</a> '
+        "([teaching with slides](../docs/teachers.md#teaching-with-slides))",
+        "explorer": "*The book shows this explorer's first view: the figure drawn by the cell "
+        "above. In JupyterLab or on Colab the cell opens it with its sliders, and moving them "
+        "redraws the figure.*",
+        "exercise": "*The exercise, as in the student copy:*",
+        "show": "Show the solution",
+        "hide": "Hide the solution",
+        "fixed": "*On this page the model trains for {epochs} passes over the training images "
+        "(`TrainConfig(epochs={epochs})`) instead of for `MINUTES` minutes, so that the page "
+        "shows a run of the same length whichever machine built the book. Your copy trains for "
+        "the time budget.*",
+        "other": ("es/index.html", "es", "El curso en español"),
+    },
+    "es": {
+        "title": "vitcourse: construye un Vision Transformer paso a paso",
+        "links": "**Ejecútalo:** [este cuaderno en Colab]({teacher}) · [la copia del estudiante "
+        "en Colab]({student}) (con los ejercicios abiertos; esta página pliega las soluciones) · "
+        "en tu máquina, `jupyter lab {folder}/{name}` "
+        "([instalación](../index.md#en-tu-maquina)). "
+        '**Enséñalo:** <a href="../{deck}">las diapositivas</a>',
+        "explorer": "*El libro muestra la primera vista de este explorador: la figura que dibuja "
+        "la celda de arriba. En JupyterLab o en Colab la celda lo abre con sus controles, y al "
+        "moverlos se vuelve a dibujar la figura.*",
+        "exercise": "*El ejercicio, como en la copia del estudiante:*",
+        "show": "Mostrar la solución",
+        "hide": "Ocultar la solución",
+        "fixed": "*En esta página el modelo se entrena {epochs} pasadas sobre las imágenes de "
+        "entrenamiento (`TrainConfig(epochs={epochs})`) en lugar de `MINUTES` minutos, para que "
+        "la página muestre una ejecución de la misma duración sea cual sea la máquina que "
+        "construyó el libro. Tu copia se entrena con el presupuesto de tiempo.*",
+        "other": ("../index.html", "en", "The course in English"),
+    },
+}

@@ -1,0 +1,100 @@
+"""The language the course speaks (vitcourse.language): English unless asked, Spanish when
+VITCOURSE_LANG=es or set_language("es"), and a one-line error for a language it does not speak."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from vitcourse import language
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def fresh(monkeypatch):
+    """No language chosen yet in this process, none in the environment."""
+    monkeypatch.setattr(language, "_chosen", None)
+    monkeypatch.delenv("VITCOURSE_LANG", raising=False)
+    return language
+
+
+def test_english_unless_asked(fresh):
+    assert fresh.language() == "en"
+    assert fresh._("a message the catalog does not know") == "a message the catalog does not know"
+
+
+def test_the_environment_or_set_language_choose(fresh, monkeypatch):
+    monkeypatch.setenv("VITCOURSE_LANG", "es_ES.UTF-8")
+    assert fresh.language() == "es"
+    fresh.set_language("EN")
+    assert fresh.language() == "en"
+    import os
+
+    assert os.environ["VITCOURSE_LANG"] == "en"  # the processes it starts speak it too
+
+
+def test_an_unknown_language_is_a_one_line_error_naming_the_ones_there_are(fresh, monkeypatch):
+    with pytest.raises(ValueError) as raised:
+        fresh.set_language("fr")
+    assert str(raised.value) == (
+        "the course speaks no language 'fr': it speaks en (English), es (español)"
+    )
+    monkeypatch.setenv("VITCOURSE_LANG", "klingon")
+    with pytest.raises(ValueError, match="it speaks en"):
+        fresh.language()
+
+
+def test_set_language_is_at_the_packages_top():
+    done = subprocess.run(
+        [sys.executable, "-c", "import vitcourse; vitcourse.set_language('es'); "
+         "from vitcourse.language import language; print(language())"],
+        capture_output=True, text=True, cwd=ROOT,
+    )  # fmt: skip
+    assert done.stdout.strip() == "es", done.stderr[-2000:]
+
+
+def test_spanish_comes_from_the_compiled_catalog(fresh):
+    fresh.set_language("es")
+    catalog = fresh.catalog("es")
+    assert catalog.gettext("") != ""  # its header: the catalog is there and was read
+    assert fresh._("a message the catalog does not know") == "a message the catalog does not know"
+
+
+WRONG_PATCHIFY = """
+from vitcourse.checks import check_patchify, hint
+
+def patchify(images, patch_size):  # the patches column by column: a classic mistake
+    B, C, H, W = images.shape
+    P = patch_size
+    grid = images.reshape(B, C, H // P, P, W // P, P)
+    return grid.permute(0, 4, 2, 3, 5, 1).reshape(B, -1, P * P * C)
+
+try:
+    check_patchify(patchify)
+except AssertionError as failed:
+    print("\\n".join(failed._render_traceback_()))
+hint("patchify")
+"""
+
+
+@pytest.mark.parametrize(
+    "code, verdict, first, second",
+    [
+        ("en", "✗ patchify is not right yet: the shape is right but the values are not",
+         "Hint: the patches come out column by column.", "Hint for patchify: when the N patches"),
+        ("es", "✗ patchify aún no está bien: la forma es correcta, pero los valores no",
+         "Pista: los patches salen columna a columna.", "Pista para patchify: al aplanar"),
+    ],
+)  # fmt: skip
+def test_a_failed_check_speaks_the_language_chosen(code, verdict, first, second):
+    import os
+
+    env = {**os.environ, "VITCOURSE_LANG": code}
+    done = subprocess.run([sys.executable, "-c", WRONG_PATCHIFY], capture_output=True, text=True,
+                          cwd=ROOT, env=env)  # fmt: skip
+    lines = done.stdout.splitlines()
+    assert lines[0] == verdict, done.stdout + done.stderr[-2000:]
+    assert lines[1].startswith(first)
+    assert lines[-1].startswith(second)
