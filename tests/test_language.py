@@ -16,7 +16,9 @@ ROOT = Path(__file__).resolve().parent.parent
 def fresh(monkeypatch):
     """No language chosen yet in this process, none in the environment."""
     monkeypatch.setattr(language, "_chosen", None)
-    monkeypatch.delenv("VITCOURSE_LANG", raising=False)
+    # Set, not deleted: monkeypatch then puts back what was there (nothing), whatever
+    # set_language wrote into the environment meanwhile. Empty is no language chosen.
+    monkeypatch.setenv("VITCOURSE_LANG", "")
     return language
 
 

@@ -18,12 +18,20 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import need, need_sandbox
-from vitcourse import checks
-from vitcourse.classroom import grade, gradebook, sandbox
+from vitcourse import checks, language
+from vitcourse.classroom import autograder, grade, gradebook, platforms, sandbox
 from vitcourse.classroom.student import student_notebook
+from vitcourse.translation.catalogs import package_template
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
+
+
+@pytest.fixture(autouse=True)
+def _english(monkeypatch):
+    """Each test in English, and the language one chooses (`--language`) forgotten after it."""
+    monkeypatch.setattr(language, "_chosen", None)
+    monkeypatch.setenv("VITCOURSE_LANG", "en")  # and restored after it (set_language sets it)
 
 
 def test_exercises_are_the_notebooks_check_cells():
@@ -305,6 +313,78 @@ def test_the_class_gets_feedback_and_a_summary(graded_class):
     )
     assert any(c.get("outputs") for c in executed["cells"])
     assert not any("__vitcourse_defs__" in _source(c) for c in executed["cells"])
+
+
+def test_an_unknown_language_is_a_one_line_error(tmp_path, monkeypatch, capsys):
+    """`python -m vitcourse.grade --language fr` (and the autograder's grade commands): one line
+    naming the languages, before anything is graded or written; a known one is the grader's
+    language and its sandboxes' (`VITCOURSE_LANG`, which `sandbox.run` passes on)."""
+    commands = [
+        (grade.main, [str(tmp_path / "subs"), "--out", str(tmp_path / "out")]),
+        (autograder.main, ["grade-gradescope", "--root", str(tmp_path / "root")]),
+        (autograder.main, ["grade-prairielearn", "--root", str(tmp_path / "root")]),
+    ]
+    for main, args in commands:
+        with pytest.raises(SystemExit) as stopped:
+            main([*args, "--language", "fr"])
+        said = capsys.readouterr().err
+        assert stopped.value.code == 2 and said.count("\n") == 1, said
+        assert said.startswith("error: --language: the course speaks no language 'fr'")
+        assert "en (English)" in said and "es (español)" in said
+    assert not (tmp_path / "out").exists() and not (tmp_path / "root").exists()
+    assert language.language() == "en"
+    monkeypatch.setattr(grade, "catalog", lambda code: None)  # as if Spanish were compiled
+    grade.speak(grade._parser(), "es_ES.UTF-8")
+    assert language.language() == "es" and os.environ["VITCOURSE_LANG"] == "es"
+
+
+def test_the_feedback_speaks_the_graders_language(tmp_path, monkeypatch):
+    """What students read goes through `_` when it is written (a made-up catalog here); the
+    statuses stay English in grades.csv, and "not handed in" is recognised in either language."""
+    said = {"wrong": "incorrecto", "Feedback for {student}": "Comentarios para {student}",
+            "{passed} of {total} exercises passed.": "{passed} de {total} ejercicios superados.",
+            "not handed in": "no entregado", "Graded: {files}": "Corregido: {files}",
+            "Hint: {hint}": "Pista: {hint}", "nothing": "nada"}  # fmt: skip
+
+    class Spanish:
+        def gettext(self, message):
+            return said.get(message, message)
+
+    monkeypatch.setattr(language, "catalog", lambda code: Spanish())
+    language.set_language("es")
+    missing = gradebook._(gradebook.NOT_HANDED_IN)
+    rows = [
+        grade.Grade("ana", "01_patches", "patchify", "wrong", "patchify: x\nPista: mira", "y"),
+        grade.Grade("ana", "03_attention", "attention", "not attempted", missing),
+    ]
+    gradebook.write_reports(rows, [], [], tmp_path)
+    feedback = (tmp_path / "feedback" / f"{gradebook.file_name('ana')}.md").read_text()
+    assert "# Comentarios para ana" in feedback and "0 de 2 ejercicios superados." in feedback
+    assert "**patchify**: incorrecto" in feedback and "patchify: x. Pista: mira" in feedback
+    assert "no entregado" in feedback
+    assert '"wrong"' in (tmp_path / "grades.csv").read_text()  # the data stays English
+    run = platforms.Run(rows, {"01_patches": {}, "03_attention": {}}, [], "", [], {}, 1.0)
+    assert run.handed_in == ["01_patches"]
+    assert "Corregido: 01_patches.ipynb" in platforms.summary(run)
+    assert platforms.feedback(rows[0]) == "incorrecto: patchify: x. Pista: mira"
+
+
+def test_the_feedback_s_messages_are_extracted():
+    """The catalog's extraction finds the grader's messages (`_`/`N_` with literal text)."""
+    catalog = package_template()
+    for message in (
+        "Feedback for {student}",
+        "{passed} of {total} exercises passed.",
+        "not handed in",
+        "the notebook ran past its {seconds:.0f} s",
+        "{name} used more than {gb:g} GB of memory",
+        "cell {number}",
+        "Not found in your submission: {files} (a file is matched by its name or its two-digit "
+        "number)",
+        "Class summary: {count} students",
+        "no isolation: the student's code ran with the grader's rights",
+    ):
+        assert catalog.get(message) is not None, message
 
 
 def test_without_a_sandbox_the_grader_refuses_unless_told(tmp_path, monkeypatch, capsys):

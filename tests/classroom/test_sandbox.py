@@ -15,6 +15,7 @@ import pytest
 
 from tests.classroom.hostile import processes_with
 from tests.conftest import need_root, need_sandbox
+from vitcourse import language
 from vitcourse.classroom import sandbox, sandbox_bubblewrap, sandbox_user
 from vitcourse.classroom.sandbox_memory import SHM_MB, memfd_filter
 
@@ -225,6 +226,33 @@ def _need_own_user() -> None:
                            default_root()])  # fmt: skip
     sandbox.own_user.cache_clear()
     assert sandbox.own_user() is None
+
+
+@pytest.mark.parametrize(
+    "how",
+    [
+        sandbox.NO_SANDBOX,
+        pytest.param(sandbox.BUBBLEWRAP, marks=pytest.mark.slow),
+        pytest.param(sandbox.OWN_USER, marks=pytest.mark.slow),
+    ],
+)
+def test_the_graders_language_reaches_the_sandbox(tmp_path, monkeypatch, how):
+    """The grader's `--language` (`set_language`, here without VITCOURSE_LANG in the grader's
+    own environment) is the sandbox's VITCOURSE_LANG however it runs: the checks in a student's
+    notebook and the grader's steps there speak it."""
+    if how == sandbox.BUBBLEWRAP:
+        need_sandbox()
+    elif how == sandbox.OWN_USER:
+        _need_own_user()
+    monkeypatch.setattr(language, "_chosen", "es")
+    monkeypatch.delenv("VITCOURSE_LANG", raising=False)
+    given, out = tmp_path / "in", tmp_path / "out"
+    given.mkdir()
+    code = "import os, sys\nopen(sys.argv[1] + '/lang', 'w').write(os.environ.get('VITCOURSE_LANG', '-'))\n"
+    done = sandbox.run([sys.executable, "-c", code, str(sandbox.INSIDE / "out")], given, out,
+                       sandbox.Box(seconds=60, memory_gb=1.0), how)  # fmt: skip
+    assert done.returncode == 0 and done.broke is None, done.stderr[-2000:]
+    assert (out / "lang").read_text() == "es"
 
 
 @pytest.mark.slow

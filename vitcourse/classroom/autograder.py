@@ -24,6 +24,7 @@ results say which. Before any of it runs, the platform's folder (the grader's fi
 is closed to every user but root, and so, for a user of its own, is the installed package with
 its solutions (in the sandbox a copy without them is mounted over it). A budget (`--budget`,
 PrairieLearn's by default) makes sure results.json is written before the platform stops the job.
+What the student reads is in the language of `--language` (English by default), as the sandboxes.
 """
 
 from __future__ import annotations
@@ -42,11 +43,12 @@ from pathlib import Path
 
 import vitcourse
 from vitcourse.classroom import platforms, sandbox
-from vitcourse.classroom.grade import notebooks_in, read_submission
-from vitcourse.classroom.gradebook import Grade
+from vitcourse.classroom.grade import notebooks_in, read_submission, speak
+from vitcourse.classroom.gradebook import NOT_HANDED_IN, Grade
 from vitcourse.classroom.grading import exercises_by_notebook, grade_notebook, match_notebook
 from vitcourse.classroom.sandbox import Limits
 from vitcourse.classroom.sandbox_bubblewrap import package_dir
+from vitcourse.language import LANGUAGES, _
 
 FILES = Path(__file__).resolve().parent / "platform_files"
 COURSE = package_dir().parent  # the checkout the bundles copy the course from
@@ -197,9 +199,9 @@ def choose_isolation(wanted: str = "auto") -> tuple[str, str]:
     only): that one, or an error saying why it cannot run here."""
     why = sandbox.bubblewrap() if wanted in ("auto", "bubblewrap") else "not asked for"
     if why is None:
-        return sandbox.BUBBLEWRAP, platforms.ISOLATION[sandbox.BUBBLEWRAP]
+        return sandbox.BUBBLEWRAP, _(platforms.ISOLATION[sandbox.BUBBLEWRAP])
     if wanted == "none":
-        return sandbox.NO_SANDBOX, platforms.ISOLATION[sandbox.NO_SANDBOX]
+        return sandbox.NO_SANDBOX, _(platforms.ISOLATION[sandbox.NO_SANDBOX])
     if wanted in ("auto", "own-user") and os.geteuid() == 0:
         # The platforms' containers: let any user pass through to the interpreter (which may
         # sit under /root) and the data, nothing more.
@@ -211,11 +213,12 @@ def choose_isolation(wanted: str = "auto") -> tuple[str, str]:
         refused = sandbox.own_user()
         if refused is None:
             note = f" (bubblewrap: {why})" if wanted == "auto" else ""
-            return sandbox.OWN_USER, platforms.ISOLATION[sandbox.OWN_USER] + note
+            return sandbox.OWN_USER, _(platforms.ISOLATION[sandbox.OWN_USER]) + note
         why = f"{why}; {refused}"
     elif wanted in ("auto", "own-user"):
         why = f"{why}; a user of its own needs a grader run as root"
-    raise RuntimeError(f"the grader cannot keep the student's code apart here: {why}")
+    raise RuntimeError(_("the grader cannot keep the student's code apart here: {why}")
+                       .format(why=why))  # fmt: skip
 
 
 def close_grader_files(root: Path, how: str) -> tuple[list[str], str]:
@@ -229,10 +232,11 @@ def close_grader_files(root: Path, how: str) -> tuple[list[str], str]:
     installed = package_dir()
     if how == sandbox.OWN_USER and installed.parent.name in ("site-packages", "dist-packages"):
         installed.chmod(0o700)  # a copy without the solutions is what a command imports
-        closed.append(f"{installed} (the course's solutions)")
+        closed.append(_("{path} (the course's solutions)").format(path=installed))
     elif how == sandbox.OWN_USER:
-        warning = (f"; the course's package at {installed} is a source checkout, left readable: "
-                   "an answer could read the solutions there")  # fmt: skip
+        warning = _("the course's package at {path} is a source checkout, left readable: an "
+                    "answer could read the solutions there")  # fmt: skip
+        warning = "; " + warning.format(path=installed)
     return closed, warning
 
 
@@ -253,17 +257,18 @@ def grade_submission(
             names = exercises_by_notebook()[notebook]
             if notebook not in copies:
                 grades += [
-                    Grade("student", notebook, n, "not attempted", "not handed in") for n in names
+                    Grade("student", notebook, n, "not attempted", _(NOT_HANDED_IN)) for n in names
                 ]
                 continue
             newest = max(copies[notebook], key=lambda p: p.lstat().st_mtime)
             files[notebook] = str(newest.relative_to(folder))
-            skipped += [f"{p.relative_to(folder)}: an older copy of {notebook}"
+            older = _("{path}: an older copy of {notebook}")
+            skipped += [older.format(path=p.relative_to(folder), notebook=notebook)
                         for p in copies[notebook] if p != newest]  # fmt: skip
             try:
                 data = read_submission(newest)
             except OSError as e:
-                why = f"{newest.name} could not be read: {e}"
+                why = _("{file} could not be read: {error}").format(file=newest.name, error=e)
                 grades += [Grade("student", notebook, n, "error", why) for n in names]
                 continue
             grades += grade_notebook("student", notebook, data, work / "out", limits,
@@ -299,11 +304,12 @@ def grade_on(
 
     def out_of_time() -> None:
         done = {(g.notebook, g.exercise) for g in now["grades"]}
-        why = f"the grading ran past the {budget:.0f} s the platform gives it"
+        why = _("the grading ran past the {seconds:.0f} s the platform gives it")
+        why = why.format(seconds=budget)
         pending = [Grade("student", nb, name, "timeout", why) for nb in now["points"]
                    for name in exercises_by_notebook()[nb] if (nb, name) not in done]  # fmt: skip
         if finish(platforms.Run(list(now["grades"]) + pending, now["points"], [], now["isolation"],
-                                now["closed"], edition(), time.monotonic() - start,
+                                now["closed"], platforms.edition(), time.monotonic() - start,
                                 files=dict(now["files"]))):  # fmt: skip
             from vitcourse.classroom.sandbox_user import clear_up_all
 
@@ -323,7 +329,7 @@ def grade_on(
         folder = root / ("submission" if platform == "gradescope" else "student")
         grades, skipped, files = grade_submission(folder, points, limits, how, now["grades"],
                                                   now["files"])  # fmt: skip
-        ran = platforms.Run(grades, points, skipped, isolation + warning, closed, edition(),
+        ran = platforms.Run(grades, points, skipped, isolation + warning, closed, platforms.edition(),
                             time.monotonic() - start, files=files)  # fmt: skip
         status = 0
     except Exception as e:  # noqa: BLE001 - the grader's fault, said in the results
@@ -332,17 +338,6 @@ def grade_on(
         status = 1
     finish(ran)
     return status
-
-
-def edition() -> dict:
-    """The course's edition the bundle was made from (install.sh leaves it in the data folder),
-    else this package's version."""
-    from vitcourse.environment import default_root
-
-    try:
-        return json.loads((default_root() / "edition.json").read_text())
-    except (OSError, ValueError):
-        return {"version": vitcourse.__version__, "commit": None}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -372,11 +367,14 @@ def _parser() -> argparse.ArgumentParser:
                            choices=("auto", "bubblewrap", "own-user", "none"),
                            help="auto: bubblewrap's sandbox, else a user of its own (root only); "
                            "none: a trial on your own files only")  # fmt: skip
+        grade.add_argument("--language", help="the language of the results: "
+                           f"{' or '.join(LANGUAGES)} (default: VITCOURSE_LANG's, else en)")  # fmt: skip
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
+    parser = _parser()
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     if args.command in ("gradescope", "prairielearn"):
         notebooks = pick_notebooks(args.notebooks)
         if args.command == "gradescope":
@@ -385,6 +383,7 @@ def main(argv: list[str] | None = None) -> int:
             made = build_prairielearn(notebooks, args.out, args.image)
         print(f"{made}: {', '.join(notebooks)} (see docs/teachers.md, 'On {args.command}')")
         return 0
+    speak(parser, args.language)  # the results, and the sandboxes, in that language
     platform = args.command.removeprefix("grade-")
     root = args.root
     own = root / ("source/points.json" if platform == "gradescope" else "tests/points.json")

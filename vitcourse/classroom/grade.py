@@ -1,6 +1,7 @@
 """Grade a class: run every student's notebooks, each in a sandbox, and judge each exercise.
 
     python -m vitcourse.grade SUBMISSIONS --out OUT [--jobs N] [--resume] [--no-sandbox]
+                              [--language es]
 
 SUBMISSIONS holds one folder per student, as a teacher collects them:
 `SUBMISSIONS/<student>/01_patches.ipynb`, ... A file is matched to a course notebook by its name,
@@ -22,7 +23,8 @@ no access to your files, limits on time, memory, processes and output):
 Each graded notebook is appended to `OUT/journal.jsonl` at once, so a stopped grader loses nothing
 (`--resume` goes on from it). OUT receives `grades.csv`, `gradebook.csv`, `feedback/<student>.md`,
 `summary.md`, `similar.md` (`vitcourse.classroom.gradebook`) and `executed/`, each notebook as it
-ran. Status is one of: passed, wrong, not attempted, error, timeout.
+ran. Status is one of: passed, wrong, not attempted, error, timeout. `--language` (English by
+default) is the language of the feedback and the reports, and of the sandboxes' checks.
 """
 
 from __future__ import annotations
@@ -45,9 +47,10 @@ from tqdm.auto import tqdm
 
 from vitcourse.checks.registry import exercises
 from vitcourse.classroom import gradebook, sandbox
-from vitcourse.classroom.gradebook import Grade, summarise
+from vitcourse.classroom.gradebook import NOT_HANDED_IN, Grade, summarise
 from vitcourse.classroom.grading import exercises_by_notebook, grade_notebook, match_notebook
 from vitcourse.classroom.sandbox import Limits
+from vitcourse.language import LANGUAGES, _, catalog, known, language, set_language
 
 MAX_NOTEBOOK_BYTES = 100 * 2**20
 MAX_DEPTH = 8  # folders within a student's folder that are looked into
@@ -58,11 +61,11 @@ MAX_ANSWER_CHARS = 20_000  # an answer's source compared with others (longer: no
 def _skip_reason(path: Path) -> str | None:
     """Why a file or folder in SUBMISSIONS is not graded, or None."""
     if path.is_symlink():
-        return "a link, not followed"
+        return _("a link, not followed")
     if path.name.startswith("."):
-        return "hidden (its name starts with a dot)"
+        return _("hidden (its name starts with a dot)")
     if path.name == "__MACOSX":
-        return "a macOS archive folder"
+        return _("a macOS archive folder")
     return None
 
 
@@ -77,9 +80,10 @@ def find_submissions(root: Path) -> tuple[dict[str, dict[str, Path]], list[str]]
     students: dict[str, dict[str, Path]] = {}
     skipped = []
     for entry in sorted(root.iterdir()):
-        why = _skip_reason(entry) or (None if entry.is_dir() else "not a student folder")
+        why = _skip_reason(entry) or (None if entry.is_dir() else _("not a student folder"))
         if why:
-            skipped.append(f"{entry.name}: {why} (expected SUBMISSIONS/<student>/)")
+            skipped.append(_("{name}: {why} (expected SUBMISSIONS/<student>/)").format(
+                name=entry.name, why=why))  # fmt: skip
             continue
         copies = notebooks_in(entry, root, skipped)
         student = gradebook.student_name(entry.name)
@@ -90,9 +94,10 @@ def find_submissions(root: Path) -> tuple[dict[str, dict[str, Path]], list[str]]
             for other in paths:
                 if other != newest:
                     skipped.append(
-                        f"{other.relative_to(root)}: an older copy of {notebook}; graded "
-                        f"{newest.relative_to(root)}"
-                    )
+                        _("{path}: an older copy of {notebook}; graded {newest}").format(
+                            path=other.relative_to(root), notebook=notebook,
+                            newest=newest.relative_to(root))
+                    )  # fmt: skip
     return students, skipped
 
 
@@ -107,23 +112,25 @@ def notebooks_in(folder: Path, root: Path, skipped: list[str]) -> dict[str, list
         try:
             names = sorted(os.listdir(here))
         except OSError as e:
-            skipped.append(f"{here.relative_to(root)}: cannot be read ({type(e).__name__})")
+            skipped.append(_("{path}: cannot be read ({error})").format(
+                path=here.relative_to(root), error=type(e).__name__))  # fmt: skip
             continue
         for name in names:
             path, seen = here / name, seen + 1
             if seen > MAX_ENTRIES:
-                skipped.append(f"{folder.relative_to(root)}: more than {MAX_ENTRIES} files; "
-                               "the rest were not looked at")  # fmt: skip
+                skipped.append(_("{path}: more than {count} files; the rest were not looked at")
+                               .format(path=folder.relative_to(root), count=MAX_ENTRIES))  # fmt: skip
                 return copies
             why, info = _skip_reason(path), path.lstat()
             if why is None and stat.S_ISDIR(info.st_mode):
-                why = f"more than {MAX_DEPTH} folders deep" if depth >= MAX_DEPTH else None
+                deep = depth >= MAX_DEPTH
+                why = _("more than {count} folders deep").format(count=MAX_DEPTH) if deep else None
                 if why is None:
                     todo.append((path, depth + 1))
                     continue
             notebook = match_notebook(name) if path.suffix == ".ipynb" else None
             if why is None and (notebook is None or not stat.S_ISREG(info.st_mode)):
-                why = "not a course notebook with exercises"
+                why = _("not a course notebook with exercises")
             if why:
                 skipped.append(f"{path.relative_to(root)}: {why}")
             else:
@@ -136,10 +143,10 @@ def read_submission(path: Path) -> bytes:
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     with os.fdopen(fd, "rb") as f:
         if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            raise OSError("not a regular file")
+            raise OSError(_("not a regular file"))
         data = f.read(MAX_NOTEBOOK_BYTES + 1)
     if len(data) > MAX_NOTEBOOK_BYTES:
-        raise OSError(f"larger than {MAX_NOTEBOOK_BYTES // 2**20} MB")
+        raise OSError(_("larger than {mb} MB").format(mb=MAX_NOTEBOOK_BYTES // 2**20))
     return data
 
 
@@ -195,12 +202,13 @@ def grade_class(
     """Grade every submission; write the reports; return (grades, skipped files).
 
     `notebooks`: the notebooks handed out (default: every one any student handed in); a student
-    without one gets its exercises as "not attempted", with the hint "not handed in".
+    without one gets its exercises as "not attempted", with the hint "not handed in". The grades'
+    hints and the reports are in the language chosen (`vitcourse.language`).
     `resume`: keep what `out/journal.jsonl` holds of an earlier run on the same files."""
     submissions, out = Path(submissions).absolute(), Path(out).absolute()
     students, skipped = find_submissions(submissions)
     for message in skipped:
-        print(f"skipped {gradebook.printable(message)}")
+        print(_("skipped {what}").format(what=gradebook.printable(message)))
     expected = notebooks or sorted({nb for handed in students.values() for nb in handed})
     out.mkdir(parents=True, exist_ok=True)
     journal = out / "journal.jsonl"
@@ -241,7 +249,7 @@ def _grade_one(student, notebook, path, out, limits, quick, use_sandbox, work, d
         answers = _answers(data, notebook)
     except Exception as e:  # noqa: BLE001 - one notebook ends in a status, never stops the class
         why = gradebook.printable(" ".join(f"{type(e).__name__}: {e}".split()))[:300]
-        why = f"the grader could not grade this notebook ({why})"
+        why = _("the grader could not grade this notebook ({why})").format(why=why)
         grades = [Grade(student, notebook, n, "error", why)
                   for n in exercises_by_notebook()[notebook]]  # fmt: skip
         answers = {}
@@ -264,13 +272,14 @@ def _report(students, expected, skipped, journal: Path, out: Path):
             now = None
         grades += [Grade(**g) for g in record["grades"]]
         if now != record["sha256"]:
-            skipped.append(f"{student}/{notebook}: changed while it was graded; grade it again")
+            skipped.append(_("{student}/{notebook}: changed while it was graded; grade it again")
+                           .format(student=student, notebook=notebook))  # fmt: skip
         for name, source in record.get("answers", {}).items():
             answers[(student, name)] = source
     for student, handed in students.items():
         for notebook in expected:
             if notebook not in handed:
-                grades += [Grade(student, notebook, name, "not attempted", "not handed in")
+                grades += [Grade(student, notebook, name, "not attempted", _(NOT_HANDED_IN))
                            for name in exercises_by_notebook()[notebook]]  # fmt: skip
     order = list(exercises())
     grades.sort(key=lambda g: (g.student, order.index(g.exercise)))
@@ -278,7 +287,7 @@ def _report(students, expected, skipped, journal: Path, out: Path):
     copies = {
         key for key, source in answers.items() if source == gradebook.reference_source(key[1])
     }
-    flag = {"flags": "its source is the course's solution, word for word"}
+    flag = {"flags": _("its source is the course's solution, word for word")}
     grades = [Grade(**asdict(g) | flag) if (g.student, g.exercise) in copies else g for g in grades]
     gradebook.write_reports(grades, skipped, similar, out)
     return grades, skipped
@@ -308,12 +317,27 @@ def _parser() -> argparse.ArgumentParser:
         "--no-sandbox", action="store_true",
         help="grade without bubblewrap's sandbox (the students' code runs as you)",
     )  # fmt: skip
+    parser.add_argument("--language", help="the language of the feedback and the reports: "
+                        f"{' or '.join(LANGUAGES)} (default: VITCOURSE_LANG's, else en)")  # fmt: skip
     return parser
+
+
+def speak(parser: argparse.ArgumentParser, code: str | None) -> None:
+    """Grade in language `code` (`--language`; without it, `VITCOURSE_LANG`'s, else English): the
+    feedback, the reports and the sandboxes' checks (`VITCOURSE_LANG`). One the course does not
+    speak, or has no catalog for, is a one-line error."""
+    try:
+        code = known(code) if code else language()
+        catalog(code)
+    except (ValueError, FileNotFoundError) as e:
+        parser.exit(2, f"error: --language: {e}\n")
+    set_language(code)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = _parser()
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    speak(parser, args.language)
     limits = Limits(args.timeout, args.cell_timeout, args.check_timeout, args.memory)
     notebooks = args.notebooks.split(",") if args.notebooks else None
     unknown = [n for n in notebooks or [] if n not in exercises_by_notebook()]
@@ -343,7 +367,8 @@ def main(argv: list[str] | None = None) -> None:
     except FileNotFoundError as e:
         parser.exit(2, f"error: {e}\n")
     print(summarise(grades, skipped))
-    print(f"{len(grades)} grades in {args.out / 'grades.csv'}, feedback in {args.out / 'feedback'}")
+    print(_("{count} grades in {grades}, feedback in {feedback}").format(
+        count=len(grades), grades=args.out / "grades.csv", feedback=args.out / "feedback"))  # fmt: skip
     failure = same_failure(grades)
     if failure:
         parser.exit(3, f"error: every notebook failed the same way ({failure}): that is the "
@@ -353,7 +378,7 @@ def main(argv: list[str] | None = None) -> None:
 def same_failure(grades: list[Grade]) -> str | None:
     """The one reason every graded notebook of the class is an error for, where there are at
     least two notebooks and one reason (a package the sandbox cannot see, a broken install)."""
-    graded = [g for g in grades if g.hint != "not handed in"]
+    graded = [g for g in grades if g.hint != _(NOT_HANDED_IN)]
     notebooks = {(g.student, g.notebook) for g in graded}
     reasons = {g.hint for g in graded}
     if len(notebooks) >= 2 and len(reasons) == 1 and all(g.status == "error" for g in graded):

@@ -18,7 +18,8 @@ grader runs each kept answer in a second sandbox without the course's solution
 list.
 
 It imports neither torch nor the checks (the notebook's kernel does what the notebook imports):
-every second it spends starting is spent again for each notebook of a class.
+every second it spends starting is spent again for each notebook of a class. What it says of a
+cell ("cell 3") is in the language the grader gave its sandbox (`VITCOURSE_LANG`).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from nbclient import NotebookClient  # noqa: E402
 from nbclient.exceptions import DeadKernelError  # noqa: E402
 
 from vitcourse.classroom.sandbox import STARTUP_SECONDS, Limits  # noqa: E402
+from vitcourse.language import N_, _  # noqa: E402
 
 # The errors of a cell that never ran: what it defines is an error, not a wrong answer.
 COMPILE_ERRORS = ("SyntaxError", "IndentationError", "TabError")
@@ -69,7 +71,7 @@ class CappedClient(NotebookClient):
     otherwise be held in memory and saved)."""
 
     limit = 1_000_000
-    NOTE = "[the grader kept only the first {mb:.0f} MB of this cell's outputs]\n"
+    NOTE = N_("[the grader kept only the first {mb:.0f} MB of this cell's outputs]")  # a line
 
     def output(self, outs, msg, display_id, cell_index):
         count = len(outs)
@@ -81,7 +83,7 @@ class CappedClient(NotebookClient):
         if sizes[cell_index] <= self.limit:
             return out
         outs.pop()
-        note = self.NOTE.format(mb=self.limit / 1e6)
+        note = _(self.NOTE).format(mb=self.limit / 1e6) + "\n"
         if not any(o.get("text") == note for o in outs):
             outs.append(nbformat.v4.new_output("stream", name="stderr", text=note))
         return None
@@ -153,7 +155,8 @@ def run_notebook(
     try:
         nb = nbformat.read(path, as_version=4)
     except Exception as e:  # noqa: BLE001 - not JSON, not a notebook; never quote its contents
-        return {"unreadable": f"the file is not a readable notebook ({type(e).__name__})"}
+        why = _("the file is not a readable notebook ({error})").format(error=type(e).__name__)
+        return {"unreadable": why}
     # Starting the kernel, the grader's imports (`WARM_UP`) and the cells before the first
     # exercise get the start-up allowance: how fast this machine imports torch is no student's doing.
     deadline = time.monotonic() + limits.notebook + STARTUP_SECONDS
@@ -164,16 +167,16 @@ def run_notebook(
     kernel.client.reset_execution_trackers()
     try:
         with kernel.client.setup_kernel():
-            kernel.where = "the grader's imports, before the notebook's first cell"
+            kernel.where = _("the grader's imports, before the notebook's first cell")
             kernel.run(WARM_UP, STARTUP_SECONDS)
             deadline = run_student_cells(kernel, names, deadline, out / "defs", definitions)
             reached = time.monotonic() < deadline
             if reached:  # again, with the notebook's final globals
-                kernel.where = "keeping the definitions"
+                kernel.where = _("keeping the definitions")
                 kept = [n for n in names if n in definitions]
                 kernel.run(_keep_source(kept, out / "defs", again=True))
     except DeadKernelError:
-        stopped = kernel.where or "a cell"
+        stopped = kernel.where or _("a cell")
         killed = stopped if kernel.killed else None  # by the time limit, not by a crash
     finally:
         folder.cleanup()
@@ -195,7 +198,7 @@ def run_student_cells(
     for index, cell in enumerate(cells):
         if cell.cell_type != "code" or time.monotonic() >= deadline:
             continue
-        where = f"cell {index + 1}"
+        where = _("cell {number}").format(number=index + 1)
         kernel.where = where  # until it returns
         defined = _defined(cell.source, names)
         if starting and defined:  # start-up is over: the notebook's own time begins
@@ -213,7 +216,7 @@ def run_student_cells(
         for name in defined:
             definitions[name] = _definition(cell, where, timed_out)
         if defined and not timed_out:  # keep them: a check cell may rebind the name
-            kernel.where = f"keeping what {where} defines"
+            kernel.where = _("keeping what {where} defines").format(where=where)
             kernel.run(_keep_source(defined, defs))
         kernel.where = None
     return deadline

@@ -13,7 +13,9 @@ reports are built from the journal:
   student's, or to the course's solution, for the teacher to read before trusting a grade).
 
 Everything a student wrote (a folder's name, an error's text) is escaped: no spreadsheet formula
-in a CSV file, no HTML or Markdown markup in a report.
+in a CSV file, no HTML or Markdown markup in a report. The reports are in the language chosen
+(`vitcourse.language`, the grader's `--language`); a status stays English in the CSV files and the
+journal (`STATUSES`), and a report shows it through `_`.
 """
 
 from __future__ import annotations
@@ -32,8 +34,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from vitcourse.checks.registry import exercises
+from vitcourse.language import N_, _
 
-STATUSES = ("passed", "wrong", "not attempted", "error", "timeout")
+# A grade's status is kept in English (grades.csv, the journal); a report shows it through `_`.
+STATUSES = (N_("passed"), N_("wrong"), N_("not attempted"), N_("error"), N_("timeout"))
+NOT_HANDED_IN = N_("not handed in")  # the hint of the exercises of a notebook not handed in
 MARKS = {"passed": "✓", "wrong": "✗", "error": "✗", "timeout": "⏱", "not attempted": "·"}
 
 
@@ -124,8 +129,11 @@ def file_name(student: str) -> str:
 
 
 def one_line(text: str) -> str:
-    """A check's message on one line: "...: problem. Hint: ..."."""
-    return " ".join(text.replace("\nHint: ", ". Hint: ").split())
+    """A check's message on one line: "...: problem. Hint: ..." (its "Hint:" in the language
+    chosen too, as `CheckFailed` writes it)."""
+    for label in dict.fromkeys(("Hint: ", _("Hint: {hint}").format(hint=""))):
+        text = text.replace(f"\n{label}", f". {label}") if label.strip() else text
+    return " ".join(text.split())
 
 
 # --- the reports -------------------------------------------------------------------------------
@@ -148,14 +156,14 @@ def write_reports(grades: list[Grade], skipped: list[str], similar: list[str], o
         mine = [g for g in grades if g.student == student]
         passed = sum(g.status == "passed" for g in mine)
         lines = [
-            f"# Feedback for {markdown(student)}",
+            "# " + _("Feedback for {student}").format(student=markdown(student)),
             "",
-            f"{passed} of {len(mine)} exercises passed.",
+            _("{passed} of {total} exercises passed.").format(passed=passed, total=len(mine)),
         ]
         for notebook in dict.fromkeys(g.notebook for g in mine):
             lines += ["", f"## {notebook}", ""]
             for g in (g for g in mine if g.notebook == notebook):
-                lines.append(f"- {MARKS[g.status]} **{g.exercise}**: {g.status}")
+                lines.append(f"- {MARKS[g.status]} **{g.exercise}**: {_(g.status)}")
                 if g.hint:
                     lines.append(f"  - {markdown(one_line(g.hint))}")
         (out / "feedback" / f"{file_name(student)}.md").write_text(
@@ -163,8 +171,8 @@ def write_reports(grades: list[Grade], skipped: list[str], similar: list[str], o
         )
     summary = summarise(grades, skipped)
     (out / "summary.md").write_text(summary, encoding="utf-8")
-    text = ["# Similar answers", ""]
-    text += [f"- {line}" for line in similar] or ["No two answers are alike beyond chance."]
+    text = ["# " + _("Similar answers"), ""]
+    text += [f"- {line}" for line in similar] or [_("No two answers are alike beyond chance.")]
     (out / "similar.md").write_text("\n".join(text) + "\n", encoding="utf-8")
     return summary
 
@@ -187,26 +195,29 @@ def summarise(grades: list[Grade], skipped: list[str] = ()) -> str:
     """The class summary: per exercise, how many passed and the most common mistakes (the
     checks' own hints: nothing a student wrote)."""
     students = sorted({g.student for g in grades})
-    lines = [f"# Class summary: {len(students)} students", ""]
-    lines += ["| exercise | notebook | passed | wrong | not attempted | error | timeout |"]
-    lines += ["|---|---|---|---|---|---|---|"]
+    lines = ["# " + _("Class summary: {count} students").format(count=len(students)), ""]
+    columns = (N_("exercise"), N_("notebook"), *STATUSES)
+    lines += ["| " + " | ".join(_(c) for c in columns) + " |", "|---|---|---|---|---|---|---|"]
     by_exercise = collections.defaultdict(list)
     for g in grades:
         by_exercise[g.exercise].append(g)
     order = [name for name in exercises() if name in by_exercise]
     for name in order:
         counts = collections.Counter(g.status for g in by_exercise[name])
+        passed = _("{passed} of {total}").format(passed=counts["passed"],
+                                                 total=len(by_exercise[name]))  # fmt: skip
         lines.append(
-            f"| {name} | {exercises()[name].notebook} | {counts['passed']} of "
-            f"{len(by_exercise[name])} | " + " | ".join(str(counts[s]) for s in STATUSES[1:]) + " |"
-        )
-    lines += ["", "## Most common mistakes", ""]
+            f"| {name} | {exercises()[name].notebook} | {passed} | "
+            + " | ".join(str(counts[s]) for s in STATUSES[1:]) + " |"
+        )  # fmt: skip
+    lines += ["", "## " + _("Most common mistakes"), ""]
     for name in order:
         hints = collections.Counter(g.mistake for g in by_exercise[name] if g.mistake)
         for hint, count in hints.most_common(3):
-            lines.append(f"- **{name}** ({count} student{'s' if count > 1 else ''}): {hint}")
+            who = _("{count} students") if count > 1 else _("{count} student")
+            lines.append(f"- **{name}** ({who.format(count=count)}): {hint}")
     if skipped:
-        lines += ["", "## Skipped", ""] + [f"- {markdown(s)}" for s in skipped]
+        lines += ["", "## " + _("Skipped"), ""] + [f"- {markdown(s)}" for s in skipped]
     return "\n".join(lines) + "\n"
 
 
@@ -283,7 +294,9 @@ def alike(answers: dict[tuple[str, str], str], near: float = 0.9) -> list[str]:
         sources, solution = by_exercise[name], reference_source(name)
         students = sorted(s for s in sources if sources[s] != solution)
         found += [
-            f"{name}: {markdown(s)}'s answer is the course's own solution, word for word"
+            f"{name}: "
+            + _("{student}'s answer is the course's own solution, word for word").format(
+                student=markdown(s))
             for s in sorted(sources) if sources[s] == solution
         ]  # fmt: skip
         group = {s: s for s in students}  # union-find over "alike" pairs
@@ -297,6 +310,7 @@ def alike(answers: dict[tuple[str, str], str], near: float = 0.9) -> list[str]:
         for members in clusters.values():
             if len(members) > 1:
                 same = len({sources[s] for s in members}) == 1
-                kind = "identical" if same else f"at least {near:.0%} alike, in a chain"
+                kind = _("identical") if same else _("at least {near:.0%} alike, in a chain")
+                kind = kind.format(near=near)
                 found.append(f"{name}: {', '.join(markdown(s) for s in members)} ({kind})")
     return found

@@ -14,7 +14,8 @@ submission:
    (`Exercise.verdict`) decides here, in the grader's process, with the hint a learner sees.
 
 Nothing the sandboxes write is trusted: files are read only if they are regular files (never a
-link) under a size limit, and a forged or broken file is an error, never a pass.
+link) under a size limit, and a forged or broken file is an error, never a pass. The hints are
+written in the language chosen (`vitcourse.language`), which the sandboxes speak too.
 """
 
 from __future__ import annotations
@@ -38,9 +39,10 @@ from vitcourse.classroom.grade_solutions import carries_solution, package_withou
 from vitcourse.classroom.gradebook import Grade
 from vitcourse.classroom.sandbox import STARTUP_SECONDS, Limits
 from vitcourse.classroom.sandbox_bubblewrap import INSIDE
+from vitcourse.language import N_, _
 
 KERNEL_SECONDS = 60  # allowance for starting and stopping a kernel
-GRADER_FAULT = (
+GRADER_FAULT = N_(
     "the checker's sandbox did not import the course's package without the solution "
     "(the grader's set-up, not the student: is the course or its environment hidden there?)"
 )
@@ -160,17 +162,31 @@ def _grade_in(student, notebook, data, out, limits, quick, isolation, tmp: Path)
     ]
 
 
-def _broken(done: sandbox.Ran, limits: Limits) -> str:
-    return {
-        "time": f"the notebook ran past its {limits.notebook:.0f} s",
-        "memory": f"the notebook used more than {limits.memory_gb:g} GB of memory",
-        "processes": f"the notebook started more than {limits.processes} processes",
-        "output": f"the notebook wrote more than {limits.output_mb:g} MB, more than "
-        f"{sandbox.MAX_ENTRIES:,} files and folders, or more than "
-        f"{sandbox.STDERR_BYTES // 2**20} MB of errors",
-        None: "the grader's process for this notebook failed: "
-        + (done.stderr.strip().splitlines() or ["no message"])[-1][:300],
-    }[done.broke]
+# The limit a sandbox's command broke: said of the notebook, and of one exercise's answer.
+BROKEN = {
+    "time": (N_("the notebook ran past its {seconds:.0f} s"),
+             N_("{name} ran past its {seconds:.0f} s")),
+    "memory": (N_("the notebook used more than {gb:g} GB of memory"),
+               N_("{name} used more than {gb:g} GB of memory")),
+    "processes": (N_("the notebook started more than {processes} processes"),
+                  N_("{name} started more than {processes} processes")),
+    "output": (N_("the notebook wrote more than {mb:g} MB, more than {entries:,} files and "
+                  "folders, or more than {errors} MB of errors"),
+               N_("{name} wrote more than {mb:g} MB, more than {entries:,} files and folders, "
+                  "or more than {errors} MB of errors")),
+}  # fmt: skip
+
+
+def _broken(done: sandbox.Ran, limits: Limits, name: str | None = None) -> str:
+    """Why the notebook's sandbox (or, `name`, the sandbox of that exercise's answer) stopped."""
+    if done.broke is None:
+        last = (done.stderr.strip().splitlines() or [_("no message")])[-1][:300]
+        return _("the grader's process for this notebook failed: {last}").format(last=last)
+    notebook, answer = BROKEN[done.broke]
+    return _(notebook if name is None else answer).format(
+        name=name, seconds=limits.notebook, gb=limits.memory_gb, processes=limits.processes,
+        mb=limits.output_mb, entries=sandbox.MAX_ENTRIES, errors=sandbox.STDERR_BYTES // 2**20,
+    )  # fmt: skip
 
 
 def judge(
@@ -182,17 +198,21 @@ def judge(
     if definition is None:
         if run.get("killed"):  # the time limit's kill, not a crash
             where = str(run["killed"])[:80]
-            return "timeout", f"{where} ran past its time limit before {name} was defined", ""
+            why = _("{where} ran past its time limit before {name} was defined")
+            return "timeout", why.format(where=where, name=name), ""
         if run.get("stopped"):
             where = str(run["stopped"])[:80]
-            return "error", f"the kernel stopped in {where} before {name} was defined", ""
+            why = _("the kernel stopped in {where} before {name} was defined")
+            return "error", why.format(where=where, name=name), ""
         if run.get("reached"):
-            return "not attempted", f"no cell defines {name}", ""
-        return "timeout", f"the notebook did not reach {name} in {limits.notebook:.0f} s", ""
+            return "not attempted", _("no cell defines {name}").format(name=name), ""
+        why = _("the notebook did not reach {name} in {seconds:.0f} s")
+        return "timeout", why.format(name=name, seconds=limits.notebook), ""
     definition = str(definition)[:300]
     if definition.startswith("timeout:"):
         where = definition.split(":", 1)[1]
-        return "timeout", f"the {where} defining {name} ran past {limits.cell:.0f} s", ""
+        why = _("the {where} defining {name} ran past {seconds:.0f} s")
+        return "timeout", why.format(where=where, name=name, seconds=limits.cell), ""
     if definition == "uses the course's solution":
         return _outcome(name, definition, "")
     if definition != "ok":
@@ -200,11 +220,12 @@ def judge(
     answer = _read_output(defs / f"{name}.pkl", int(limits.output_mb * 2**20))
     if answer is None:
         if _read_output(defs / f"{name}.err", 200) is not None:
-            why = f"what {name} holds cannot be handed to the checker (it could not be pickled)"
-            return "error", why, ""
-        return "error", f"its cell ran but did not define {name}", ""
+            why = _("what {name} holds cannot be handed to the checker (it could not be pickled)")
+            return "error", why.format(name=name), ""
+        return "error", _("its cell ran but did not define {name}").format(name=name), ""
     if carries_solution(answer, [name]):
-        return "not attempted", f"{name} carries the course's own solution's code, not yours", ""
+        why = _("{name} carries the course's own solution's code, not yours")
+        return "not attempted", why.format(name=name), ""
     return probe(name, answer, work, limits, isolation)
 
 
@@ -227,10 +248,11 @@ def probe(
                f"{INSIDE}/in", f"{INSIDE}/out"]  # fmt: skip
     done = sandbox.run(command, given, ran, box, isolation)
     if done.broke == "time":
-        why = f"running {name} on the check's inputs took more than {limits.check:.0f} s"
-        return "timeout", why + ": an endless loop?", ""
+        why = _("running {name} on the check's inputs took more than {seconds:.0f} s: an "
+                "endless loop?")  # fmt: skip
+        return "timeout", why.format(name=name, seconds=limits.check), ""
     if done.broke:
-        return "error", _broken(done, limits).replace("the notebook", f"{name}"), ""
+        return "error", _broken(done, limits, name), ""
     outcome = _read_json(ran / "outcome.json", 2**16)
     packed = (
         _read_output(ran / "answer.json", 2**20),
@@ -239,17 +261,14 @@ def probe(
     if isinstance(outcome, dict):
         return _outcome(name, str(outcome.get("kind")), str(outcome.get("detail", ""))[:300])
     if None in packed:
-        return (
-            "error",
-            f"{name} stopped the checker's process (exit(), a crash, or out of memory)",
-            "",
-        )
+        why = _("{name} stopped the checker's process (exit(), a crash, or out of memory)")
+        return "error", why.format(name=name), ""
     try:
         exercise.verdict(packed, inputs)
-    except CheckFailed as failed:
-        return "wrong", str(failed), failed.hint
+    except CheckFailed as failed:  # the check's message and hint, in the language chosen
+        return "wrong", str(failed), getattr(failed, "shown_hint", failed.hint)
     except Exception:  # noqa: BLE001 - an answer file the sandbox forged or broke
-        return "error", f"what {name} returned could not be read back", ""
+        return "error", _("what {name} returned could not be read back").format(name=name), ""
     return "passed", "", ""
 
 
@@ -257,12 +276,12 @@ def _outcome(name: str, kind: str, detail: str) -> tuple[str, str, str]:
     if kind == "not written":
         return "not attempted", "", ""
     if kind == "uses the course's solution":
-        why = f"{name} uses the course's own solution (called, wrapped or subclassed), not yours"
-        return "not attempted", why, ""
+        why = _("{name} uses the course's own solution (called, wrapped or subclassed), not yours")
+        return "not attempted", why.format(name=name), ""
     if kind == "weights mismatch":
         failed = WeightsMismatch(detail)
         failed.exercise = name
-        return "wrong", str(failed), failed.hint
+        return "wrong", str(failed), getattr(failed, "shown_hint", failed.hint)
     if kind == "no stub":
-        return "error", GRADER_FAULT, ""
-    return "error", gradebook.printable(detail) or f"{name} failed", ""
+        return "error", _(GRADER_FAULT), ""
+    return "error", gradebook.printable(detail) or _("{name} failed").format(name=name), ""

@@ -14,6 +14,9 @@ code was kept apart (`ISOLATION`), and the course's edition.
   `output`, and `tests` with `name`, `description`, `points`, `max_points`, `message` and `output`;
   the file may hold at most 1 MB. A submission without the question's notebook is not gradable
   (the student loses no attempt), and neither is one the grader itself failed on.
+
+What a student reads (the outputs, the messages, the question) is in the language chosen
+(`vitcourse.language`, the autograder's `--language`); the results' keys and names are not.
 """
 
 from __future__ import annotations
@@ -24,17 +27,19 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vitcourse.classroom.gradebook import Grade, one_line, printable
+import vitcourse
+from vitcourse.classroom.gradebook import NOT_HANDED_IN, Grade, one_line, printable
+from vitcourse.language import N_, _
 
-ISOLATION = {
-    "bubblewrap": "each step ran in bubblewrap's sandbox: no network, none of the grader's "
-    "files, its own /tmp, with limits on time, memory, processes and output",
-    "own user": "each step ran as a user of its own, without a sandbox (the container allows "
-    "none): it could not read the grader's files nor write the results, and ran under the same "
-    "limits on time, memory, processes and output; what it left running was killed. The network "
-    "was not cut off by the grader",
-    "none": "no isolation: the student's code ran with the grader's rights",
-}
+ISOLATION = {  # shown through `_` (`vitcourse.classroom.autograder.choose_isolation`)
+    "bubblewrap": N_("each step ran in bubblewrap's sandbox: no network, none of the grader's "
+                     "files, its own /tmp, with limits on time, memory, processes and output"),
+    "own user": N_("each step ran as a user of its own, without a sandbox (the container allows "
+                   "none): it could not read the grader's files nor write the results, and ran "
+                   "under the same limits on time, memory, processes and output; what it left "
+                   "running was killed. The network was not cut off by the grader"),
+    "none": N_("no isolation: the student's code ran with the grader's rights"),
+}  # fmt: skip
 OUTPUT_CHARS = 4_000  # of one test's output: PrairieLearn takes at most 1 MB for the whole file
 
 
@@ -56,8 +61,9 @@ class Run:
     handed_in: list[str] = field(default_factory=list)
 
     def __post_init__(self):
+        missing = _(NOT_HANDED_IN)
         self.handed_in = [nb for nb in self.points
-                          if any(g.notebook == nb and g.hint != "not handed in" for g in self.grades)]  # fmt: skip
+                          if any(g.notebook == nb and g.hint != missing for g in self.grades)]  # fmt: skip
 
 
 def points_of(run: Run, grade: Grade) -> tuple[float, float]:
@@ -68,7 +74,7 @@ def points_of(run: Run, grade: Grade) -> tuple[float, float]:
 
 def feedback(grade: Grade) -> str:
     """A test's output: its status, then the verdict and the hint, as the student reads them."""
-    text = grade.status + (f": {one_line(grade.hint)}" if grade.hint else "")
+    text = _(grade.status) + (f": {one_line(grade.hint)}" if grade.hint else "")
     text = printable(text)
     return text if len(text) <= OUTPUT_CHARS else text[: OUTPUT_CHARS - 1] + "…"
 
@@ -76,29 +82,36 @@ def feedback(grade: Grade) -> str:
 def summary(run: Run) -> str:
     """The whole run in a few lines: score, notebooks, isolation, what was skipped, edition."""
     if run.failed:
-        return ("The grader could not grade this submission (its fault, not yours): "
-                f"{printable(run.failed)[:500]}. Your teacher has been shown this message.")  # fmt: skip
+        why = _("The grader could not grade this submission (its fault, not yours): {why}. Your "
+                "teacher has been shown this message.")  # fmt: skip
+        return why.format(why=printable(run.failed)[:500])
     earned = sum(points_of(run, g)[0] for g in run.grades)
     possible = sum(points_of(run, g)[1] for g in run.grades)
-    lines = [f"{earned:g} of {possible:g} points: {sum(g.status == 'passed' for g in run.grades)} "
-             f"of {len(run.grades)} exercises passed in {run.seconds:.0f} s."]  # fmt: skip
+    score = _("{earned:g} of {possible:g} points: {passed} of {total} exercises passed in "
+              "{seconds:.0f} s.")  # fmt: skip
+    passed = sum(g.status == "passed" for g in run.grades)
+    lines = [score.format(earned=earned, possible=possible, passed=passed,
+                          total=len(run.grades), seconds=run.seconds)]  # fmt: skip
     missing = [nb for nb in run.points if nb not in run.handed_in]
     graded = [printable(run.files.get(nb, f"{nb}.ipynb")) for nb in run.handed_in]
     graded = [
-        f if f == f"{nb}.ipynb" else f"{f} (as {nb})"
+        f if f == f"{nb}.ipynb" else _("{file} (as {notebook})").format(file=f, notebook=nb)
         for f, nb in zip(graded, run.handed_in, strict=True)
     ]
-    lines.append("Graded: " + (", ".join(graded) or "nothing"))
+    lines.append(_("Graded: {files}").format(files=", ".join(graded) or _("nothing")))
     if missing:
-        lines.append("Not found in your submission: " + ", ".join(f"{nb}.ipynb" for nb in missing)
-                     + " (a file is matched by its name or its two-digit number)")  # fmt: skip
-    lines += [f"Not graded: {printable(s)}" for s in run.skipped[:20]]
-    lines.append(f"Isolation: {run.isolation}.")
+        where = _("Not found in your submission: {files} (a file is matched by its name or its "
+                  "two-digit number)")  # fmt: skip
+        lines.append(where.format(files=", ".join(f"{nb}.ipynb" for nb in missing)))
+    lines += [_("Not graded: {what}").format(what=printable(s)) for s in run.skipped[:20]]
+    lines.append(_("Isolation: {isolation}.").format(isolation=run.isolation))
     if run.closed:
-        lines.append("Closed to the student's code: " + ", ".join(run.closed) + ".")
-    edition = run.edition.get("version", "?") + (f", commit {run.edition['commit']}"
-                                                 if run.edition.get("commit") else "")  # fmt: skip
-    lines.append(f"Graded by vitcourse {edition}.")
+        closed = _("Closed to the student's code: {paths}.")
+        lines.append(closed.format(paths=", ".join(run.closed)))
+    version, commit = run.edition.get("version", "?"), run.edition.get("commit")
+    by = (_("Graded by vitcourse {version}, commit {commit}.") if commit
+          else _("Graded by vitcourse {version}."))  # fmt: skip
+    lines.append(by.format(version=version, commit=commit))
     return "\n".join(lines)
 
 
@@ -135,9 +148,10 @@ def prairielearn(run: Run) -> dict:
         earned, possible = points_of(run, g)
         tests.append({
             "name": f"{g.notebook}: {g.exercise}",
-            "description": f"{g.exercise}, the exercise of {g.notebook}.ipynb, on the check's inputs",
+            "description": _("{exercise}, the exercise of {notebook}.ipynb, on the check's inputs")
+            .format(exercise=g.exercise, notebook=g.notebook),
             "points": earned, "max_points": possible,
-            "message": g.status, "output": feedback(g),
+            "message": _(g.status), "output": feedback(g),
         })  # fmt: skip
     possible = sum(t["max_points"] for t in tests)
     text = summary(run)
@@ -150,6 +164,17 @@ def prairielearn(run: Run) -> dict:
     }
 
 
+def edition() -> dict:
+    """The course's edition the bundle was made from (install.sh leaves it in the data folder),
+    else this package's version."""
+    from vitcourse.environment import default_root
+
+    try:
+        return json.loads((default_root() / "edition.json").read_text())
+    except (OSError, ValueError):
+        return {"version": vitcourse.__version__, "commit": None}
+
+
 # --- PrairieLearn's question ----------------------------------------------------------------
 
 
@@ -158,7 +183,7 @@ def question_info(notebook: str, image: str, timeout: int) -> dict:
     uuid is derived from the image and the notebook (the same on every build)."""
     return {
         "uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"vitcourse/{image}/{notebook}")),
-        "title": f"vitcourse notebook {notebook}",
+        "title": _("vitcourse notebook {notebook}").format(notebook=notebook),
         "topic": "Vision Transformers",
         "tags": ["vitcourse"],
         "type": "v3",
@@ -175,10 +200,13 @@ def question_info(notebook: str, image: str, timeout: int) -> dict:
 
 def question_html(notebook: str) -> str:
     """Its question.html: the notebook uploaded, the grader's results shown."""
+    upload = _(
+        "Upload your notebook <code>{notebook}.ipynb</code>. Its exercises are run on the\n"
+        "  course's checks, with inputs you have not seen; each says what it found."
+    )
     return (
         "<pl-question-panel>\n"
-        f"  <p>Upload your notebook <code>{notebook}.ipynb</code>. Its exercises are run on the\n"
-        "  course's checks, with inputs you have not seen; each says what it found.</p>\n"
+        f"  <p>{upload.format(notebook=notebook)}</p>\n"
         "</pl-question-panel>\n\n"
         f'<pl-file-upload file-names="{notebook}.ipynb"></pl-file-upload>\n\n'
         "<pl-submission-panel>\n"

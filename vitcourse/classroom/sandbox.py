@@ -4,7 +4,8 @@
 through `run`:
 
 - **The sandbox** (Linux, Debian's `bubblewrap`): namespaces of its own (no network, its own
-  process ids), no capabilities, a cleared environment, its own session, and killed with the grader
+  process ids), no capabilities, a cleared environment (but for the grader's language,
+  `VITCOURSE_LANG`, and a few settings), its own session, and killed with the grader
   (`--die-with-parent`). It sees, read-only, only the Python interpreter, the virtual environment,
   the `vitcourse` package (or a copy of it, see `vitcourse.classroom.grade_solutions`), the course's
   `data/` when asked, the files it is given, and a made-up `/etc/passwd`; it writes only to a
@@ -46,6 +47,7 @@ from vitcourse.classroom import sandbox_bubblewrap as bubblewrap_sandbox
 from vitcourse.classroom import sandbox_user as users
 from vitcourse.classroom.sandbox_bubblewrap import INSIDE
 from vitcourse.classroom.sandbox_memory import resident_bytes, tmpfs_bytes
+from vitcourse.language import language
 
 EXPOSED = (
     "without a sandbox the students' code runs as you: it can read and change your files (your "
@@ -276,22 +278,18 @@ def _kill(process: subprocess.Popen) -> None:
     process.wait()
 
 
-def run(
-    command: list[str],
-    given: Path,
-    out: Path,
-    box: Box,
-    sandbox: bool | str = True,
-    env: dict | None = None,
-) -> Ran:
+def run(command: list[str], given: Path, out: Path, box: Box, sandbox: bool | str = True,
+        env: dict | None = None) -> Ran:  # fmt: skip
     """Run `command` (a `python -m ...` line) with `given` readable and `out` writable, under
     `box`'s limits, isolated as `sandbox` says (`mode`). In bubblewrap's sandbox they are
     `/grading/in` and `/grading/out`; otherwise the command gets their real paths in place of
-    those two (it should take them as arguments)."""
+    those two (it should take them as arguments). Its environment is `env`, with the grader's
+    language (`VITCOURSE_LANG`, unless `env` names one) and a few settings."""
     how = mode(sandbox)
     out.mkdir(parents=True, exist_ok=True)
     out.chmod(0o777)  # the sandbox's user is not the folder's owner (its parent is private)
     env = dict(env or {}, MPLBACKEND="Agg", CUDA_VISIBLE_DEVICES="", PYTHONDONTWRITEBYTECODE="1")
+    env.setdefault("VITCOURSE_LANG", language())  # the grader's `--language`, in every mode
     if box.data:  # the grader's data folder, wherever `$VITCOURSE_DATA` put it
         from vitcourse.environment import DATA_ENV, default_root
 
