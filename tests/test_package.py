@@ -44,6 +44,10 @@ def test_the_built_wheel_holds_every_module_of_the_package(tmp_path):
     modules = {path.relative_to(ROOT).as_posix() for path in (ROOT / "vitcourse").rglob("*.py")}
     assert "vitcourse/checks/__init__.py" in modules
     assert modules <= packed, sorted(modules - packed)
+    # The compiled catalogs ship too: an installed course (the platforms' bundles) speaks Spanish.
+    names = set(zipfile.ZipFile(wheel).namelist())
+    compiled = {p.relative_to(ROOT).as_posix() for p in (ROOT / "vitcourse").rglob("*.mo")}
+    assert compiled and compiled <= names, sorted(compiled - names)
 
 
 # --- the package's shape: layers without cycles, rooms a learner can read in one sitting ---------
