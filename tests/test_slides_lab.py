@@ -189,6 +189,12 @@ def ran(prompt: str | None) -> bool:
     return bool(prompt) and prompt.strip("[]: ").isdigit()
 
 
+def done(state, index: int) -> bool:
+    """Cell `index` has run (its prompt holds a number) and nothing runs now."""
+    now = state()
+    return ran(now["prompts"].get(str(index))) and not now["busy"]
+
+
 def test_slideshow_runs_cells_and_moves_on(lab, tmp_path):
     from playwright.sync_api import sync_playwright
 
@@ -250,11 +256,7 @@ def test_slideshow_runs_cells_and_moves_on(lab, tmp_path):
 
         # Ctrl+Enter runs the figure's cell and stays: its text and figure appear on the slide.
         page.keyboard.press("Control+Enter")
-        wait_until(
-            lambda: ran(state()["prompts"].get(str(figure))) and not state()["busy"],
-            180,
-            f"cell {figure} (the figure) did not run",
-        )
+        wait_until(lambda: done(state, figure), 180, f"cell {figure} (the figure) did not run")
         cell = show.locator(f"{SLIDE}.present .jp-CodeCell[data-windowed-list-index='{figure}']")
         outputs = cell.locator(".jp-OutputArea")
         outputs.locator("img").first.wait_for(state="visible", timeout=60_000)
@@ -307,11 +309,8 @@ def test_slideshow_runs_cells_and_moves_on(lab, tmp_path):
             )
             time.sleep(0.5)
             page.keyboard.press("Shift+Enter")
-            wait_until(
-                lambda: ran(state()["prompts"].get(str(next_code))) and not state()["busy"],
-                180,
-                f"Shift+Enter on {next_slide} did not run cell {next_code}",
-            )
+            wait_until(lambda: done(state, next_code), 180,
+                       f"Shift+Enter on {next_slide} did not run cell {next_code}")  # fmt: skip
             result = show.locator(f"[data-windowed-list-index='{next_code}'] .jp-OutputArea")
             assert "Traceback" not in result.inner_text(), result.inner_text()[:2000]
         browser.close()
