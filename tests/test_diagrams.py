@@ -136,3 +136,25 @@ def test_the_maps_words_stay_inside_their_boxes(dataset):
     from vitcourse.diagrams import model_map_figure
 
     assert spilled_texts(model_map_figure(config, image, "Ankle boot")) == []
+
+
+@pytest.mark.parametrize("dataset", ["fashion-mnist", "cifar100"])
+def test_the_diagrams_speak_spanish_and_its_longer_words_still_fit(dataset):
+    """The boxes are sized for the English; a longer word is shrunk to fit its box (`_fit`)."""
+    from vitcourse.diagrams import model_map_figure
+    from vitcourse.language import speaking
+
+    config = preset_for(dataset)
+    image = torch.rand(config.in_channels, config.image_size, config.image_size)
+    with speaking("es"):
+        figures = [
+            model_map_figure(config, image, "Botín"),
+            architecture_figure(config),
+            architecture_figure(PRESETS["course-28/conv"]),
+            attention_shapes_figure(config.num_tokens, config.dim, config.num_heads),
+            norm_placement_figure(),
+        ]
+    words = " ".join(" ".join(texts(fig)) for fig in figures)
+    for spanish in ("encoder transformer", "embedding de patches", "cabezas", "camino residual"):
+        assert spanish in words
+    assert [spilled_texts(fig) for fig in figures] == [[]] * len(figures)

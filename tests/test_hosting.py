@@ -231,3 +231,35 @@ def test_the_readme_links_every_notebook_and_its_student_copy_to_colab():
         # the book links the same two (book/conf.py builds them with colab_url)
         assert colab_url("notebooks", path.name) == f"{base}/notebooks/{path.name}"
         assert colab_url("student", path.name) == f"{base}/student/{path.name}"
+
+
+def test_the_set_up_lines_and_the_tools_messages_are_in_the_translation_template():
+    """What the set-up cell prints, the command lines' lines and errors, the bridges', the
+    pretrained weights' and the analysis tools' errors, and the paper's charts go through `_`
+    (vitcourse.language), so the catalog extraction finds them."""
+    from vitcourse.translation.catalogs import package_template
+
+    catalog = package_template()
+    for message in (
+        "full mode took {time} on a 2-core CPU{live}",  # hosting
+        "{estimate}; not timed on a {device}",
+        "fetched {count} data files into {folder}",
+        "expected maps (layers, B, heads, T, T), got shape {shape}",  # analysis
+        "no weights file at {file} (VITCOURSE_PRETRAINED or file=)",  # pretrained
+        "this transformers ViT has features vitcourse does not model: {problems}",
+        "unknown preset {name!r}: expected one of {presets}",  # presets
+        "ImageNet top-1 accuracy (%)",  # paper
+        "{name}\n{millions:g}M images",
+        "call setup() first (a lightning.Trainer calls it for you)",  # bridges
+        "TensorBoardCallback writes through torch.utils.tensorboard, which needs the "
+        "tensorboard package: {install}",
+        "stopped early; resume with: {command}",  # cli
+        "test accuracy {percent:.2f}% on {images:,} images; wrote {folder}/",
+        "error: --freeze trains the head on top of --init's weights; give --init",
+        "{folder}: {count} classes ({classes}), {size} x {size} pixels, {channels}, mean/std "
+        "{numbers} (kept in run.json)",
+        "masked autoencoder: a ViT encoder ({depth} blocks, width {dim}, {side}x{side} patches), "
+        "{parameters:,} parameters with the decoder; {percent}% of the patches hidden; "
+        "{images:,} images, no labels; device {device}",
+    ):
+        assert catalog.get(message) is not None, message

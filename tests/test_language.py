@@ -37,6 +37,19 @@ def test_the_environment_or_set_language_choose(fresh, monkeypatch):
     assert os.environ["VITCOURSE_LANG"] == "en"  # the processes it starts speak it too
 
 
+def test_speaking_a_language_for_a_while_puts_the_earlier_one_back(fresh, monkeypatch):
+    import os
+
+    with fresh.speaking("es"):
+        assert fresh.language() == "es" and os.environ["VITCOURSE_LANG"] == "es"
+    assert fresh.language() == "en" and os.environ["VITCOURSE_LANG"] == ""
+    fresh.set_language("es")
+    monkeypatch.delenv("VITCOURSE_LANG")
+    with pytest.raises(RuntimeError), fresh.speaking("en"):
+        raise RuntimeError("put back even so")
+    assert fresh.language() == "es" and "VITCOURSE_LANG" not in os.environ
+
+
 def test_an_unknown_language_is_a_one_line_error_naming_the_ones_there_are(fresh, monkeypatch):
     with pytest.raises(ValueError) as raised:
         fresh.set_language("fr")
@@ -100,3 +113,33 @@ def test_a_failed_check_speaks_the_language_chosen(code, verdict, first, second)
     assert lines[0] == verdict, done.stdout + done.stderr[-2000:]
     assert lines[1].startswith(first)
     assert lines[-1].startswith(second)
+
+
+def test_the_model_the_set_up_cell_and_the_datasets_speak_spanish_too(fresh, capsys, monkeypatch):
+    """Beyond the checks: the model's own errors, the set-up cell's report, the built-in datasets'
+    class names and the notebooks' tables, in the language chosen (the English stays the code's)."""
+    from vitcourse.data import dataset_info
+    from vitcourse.environment import setup
+    from vitcourse.vit import ViTConfig
+
+    monkeypatch.setenv("VITCOURSE_QUICK", "1")
+    fresh.set_language("es")
+    with pytest.raises(ValueError, match=r"^dim 130 no es divisible por num_heads 4$"):
+        ViTConfig(dim=130, num_heads=4)
+    setup("01_patches")
+    report = capsys.readouterr().out.splitlines()
+    assert report[0] == "dónde:       esta máquina"
+    assert "modo rápido: activado" in report
+    assert dataset_info("fashion-mnist").classes[-1] == "Botín"
+    assert dataset_info("cifar10").classes[0] == "avión"
+    assert dataset_info("mnist").classes[0] == "0"
+    fresh.set_language("en")
+    assert dataset_info("fashion-mnist").classes[-1] == "Ankle boot"
+    with pytest.raises(ValueError, match=r"^dim 130 is not divisible by num_heads 4$"):
+        ViTConfig(dim=130, num_heads=4)
+
+
+def test_the_spanish_student_copies_say_where_to_write_in_spanish():
+    copy = (ROOT / "es" / "student" / "01_patches.ipynb").read_text()
+    assert "# TU CÓDIGO AQUÍ" in copy and "YOUR CODE HERE" not in copy
+    assert "# YOUR CODE HERE" in (ROOT / "student" / "01_patches.ipynb").read_text()

@@ -117,7 +117,15 @@ def test_the_bottom_layers_import_nothing_above_them():
     data = [m for m in graph if m.startswith("vitcourse.data.")]
     for module in ("vitcourse.environment", "vitcourse.training.scaling", *data):
         assert not graph[module] & above, module
-    assert graph["vitcourse.training.scaling"] == set()  # torch only: every layer may use it
+    # torch, and the language its errors speak, only: every layer may use it
+    assert graph["vitcourse.training.scaling"] <= {"vitcourse.language"}
+
+
+def test_the_language_module_imports_no_course_module():
+    """`vitcourse.language` (the standard library's gettext and nothing of ours) is the one module
+    the model's files and the bottom layers may import besides their own: a learner who copies the
+    model's files copies it too, or replaces `_` with `str`."""
+    assert import_graph()["vitcourse.language"] == set()
 
 
 def _lines(node: ast.AST) -> int:
@@ -139,14 +147,14 @@ def test_every_module_and_function_is_readable_in_one_sitting():
 
 
 # The model a learner builds, in the order the notebooks build it: each file imports only the
-# files before it, and torch.
+# files before it, torch, and `vitcourse.language` (its errors in the learner's language).
 LEARNER_MODULES = ["patching", "embedding", "attention", "block", "vit"]
 
 
 def test_the_learners_model_imports_only_itself():
     graph = import_graph()
     for i, name in enumerate(LEARNER_MODULES):
-        before = {f"vitcourse.{m}" for m in LEARNER_MODULES[:i]}
+        before = {f"vitcourse.{m}" for m in LEARNER_MODULES[:i]} | {"vitcourse.language"}
         assert graph[f"vitcourse.{name}"] <= before, (name, graph[f"vitcourse.{name}"] - before)
 
 
@@ -163,7 +171,8 @@ def test_reading_the_model_loads_no_machinery():
     """`import vitcourse.vit` (and so `.attention`, `.block`) loads the model's own files, not the
     data layer, the trainer, the grader or the bridges."""
     loaded = _loaded_by("import vitcourse.vit")
-    assert set(loaded) <= {"vitcourse"} | {f"vitcourse.{m}" for m in LEARNER_MODULES}, loaded
+    model = {f"vitcourse.{m}" for m in LEARNER_MODULES}
+    assert set(loaded) <= {"vitcourse", "vitcourse.language"} | model, loaded
 
 
 def test_notebook_01s_first_check_loads_its_own_module_only():

@@ -472,3 +472,28 @@ def test_copy_encoder_keeps_every_weight_but_the_head(tiny_rgb_vit):
     wider = VisionTransformer(dataclasses.replace(tiny_rgb_vit, dim=64, num_heads=4, mlp_dim=64))
     with pytest.raises(ValueError, match="saved from a model of another shape"):
         copy_encoder(target, wider.state_dict())
+
+
+def test_the_models_errors_are_in_the_translation_template():
+    """What a learner reads when a shape or a config is wrong, in the model's files and the
+    scaling room, goes through `_` (vitcourse.language), so the catalog extraction finds it."""
+    from vitcourse.translation.catalogs import package_template
+
+    catalog = package_template()
+    for message in (
+        "image height {size} is not a multiple of patch size {patch_size}",  # patching
+        "expected {expected} image channels, got {channels}",  # embedding, vit
+        "dim {dim} is not divisible by num_heads {num_heads}",  # attention, vit
+        "drop-path rate must be in [0, 1), got {rate}",  # block
+        "expected {size}x{size} images, got {height}x{width}; "  # vit
+        "to run at another resolution, call model.set_image_size(new_size) first",
+        "the weights were saved from a model of another shape (compare the configs):\n  {tensors}",
+        "unknown CNN preset {name}: expected one of {names}",  # cnn
+        "a distilled ViT runs at the size it was trained at",  # deit
+        "mask_ratio is the share of patches hidden, in (0, 1); got {mask_ratio}",  # mae
+        "{shape} images in {patch_size} x {patch_size} patches need a "  # scrambling
+        "patch_order of {patches} and a pixel_order of {numbers}, got "
+        "{patch_order} and {pixel_order}",
+        "rank must be in [0, {world_size}), got {rank}",  # training.scaling
+    ):
+        assert catalog.get(message) is not None, message

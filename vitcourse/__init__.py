@@ -27,7 +27,8 @@ Beside it, the other models and what the notebooks use to look at them::
                         every notebook's set-up cell (`setup`)
     hosting             Colab and Kaggle: the packages around their torch, the course files
     language            the language the course speaks: English, or Spanish
-                        (`VITCOURSE_LANG=es`, `set_language("es")`)
+                        (`VITCOURSE_LANG=es`, `set_language("es")`), and the notebooks'
+                        tables, sized by their words in either
 
 And the machinery, in subpackages named for who uses it (each opens with a map of its rooms)::
 

@@ -23,6 +23,7 @@ from collections.abc import Callable
 import torch
 
 from vitcourse.embedding import embed_tokens, position_similarity
+from vitcourse.language import _
 
 
 def attention_rollout(maps: torch.Tensor) -> torch.Tensor:
@@ -31,8 +32,12 @@ def attention_rollout(maps: torch.Tensor) -> torch.Tensor:
     Row i of the result says how much token i at the top draws on each input token; rows sum to 1.
     """
     if maps.ndim != 5:
-        raise ValueError(f"expected maps (layers, B, heads, T, T), got shape {tuple(maps.shape)}")
-    L, B, h, T, _ = maps.shape
+        raise ValueError(
+            _("expected maps (layers, B, heads, T, T), got shape {shape}").format(
+                shape=tuple(maps.shape)
+            )
+        )
+    L, B, h, T, _keys = maps.shape
     identity = torch.eye(T, dtype=maps.dtype, device=maps.device)
     rollout = identity.expand(B, T, T)
     for layer in maps:  # (B, h, T, T), from the first block to the last
@@ -53,12 +58,16 @@ def mean_attention_distance(maps: torch.Tensor, grid_size: int, token_pixels: in
     size for a pure ViT; 8 for `course-28/conv`, whose stem halves the image three times).
     """
     if maps.ndim != 5:
-        raise ValueError(f"expected maps (layers, B, heads, T, T), got shape {tuple(maps.shape)}")
+        raise ValueError(
+            _("expected maps (layers, B, heads, T, T), got shape {shape}").format(
+                shape=tuple(maps.shape)
+            )
+        )
     N = grid_size * grid_size
     if maps.shape[-1] != N + 1:
         raise ValueError(
-            f"maps have {maps.shape[-1]} tokens, but a {grid_size}x{grid_size} grid has {N} "
-            "patches plus the cls token"
+            _("maps have {tokens} tokens, but a {side}x{side} grid has {patches} patches plus the "
+              "cls token").format(tokens=maps.shape[-1], side=grid_size, patches=N)
         )
     distance = _patch_distances(grid_size, token_pixels).to(maps)  # (N, N) pixels
     weights = maps[..., 1:, 1:]  # patch queries attending to patch keys: (L, B, h, N, N)
@@ -118,17 +127,19 @@ def patch_embedding_filters(model, k: int = 16) -> torch.Tensor:
     """
     if getattr(model.config, "stem_channels", ()):
         raise ValueError(
-            "this is a hybrid ViT: its patch embedding reads the convolution stem's "
-            f"{model.config.stem_channels[-1]} feature maps, not pixels, so its filters are not "
-            "images; expected a ViT without stem_channels"
+            _("this is a hybrid ViT: its patch embedding reads the convolution stem's {channels} "
+              "feature maps, not pixels, so its filters are not images; expected a ViT without "
+              "{option}").format(channels=model.config.stem_channels[-1], option="stem_channels")
         )
     weight = model.patch_embed.proj.weight.detach().float()  # (D, C, P, P)
-    D, C, P, _ = weight.shape
+    D, C, P, _width = weight.shape
     if not 1 <= k <= min(D, C * P * P):
-        raise ValueError(f"k must be between 1 and {min(D, C * P * P)}, got {k}")
+        raise ValueError(
+            _("k must be between 1 and {most}, got {k}").format(most=min(D, C * P * P), k=k)
+        )
     flat = weight.reshape(D, C * P * P)
     flat = flat - flat.mean(dim=0, keepdim=True)  # principal components of the centred filters
-    _, _, vh = torch.linalg.svd(flat, full_matrices=False)  # rows of vh: components, by variance
+    _u, _s, vh = torch.linalg.svd(flat, full_matrices=False)  # rows of vh: components, by variance
     return vh[:k].reshape(k, C, P, P)
 
 
@@ -143,7 +154,11 @@ def equivariance_error(
     pixels round, relative to the size of the features. `features` must keep the image's width.
     """
     if border < 1 or 2 * border >= image.shape[-1]:
-        raise ValueError(f"border must be between 1 and {image.shape[-1] // 2 - 1}, got {border}")
+        raise ValueError(
+            _("border must be between 1 and {most}, got {border}").format(
+                most=image.shape[-1] // 2 - 1, border=border
+            )
+        )
     then_shift = torch.roll(features(image), shifts=shift, dims=-1)  # features, then shift
     shift_first = features(torch.roll(image, shifts=shift, dims=-1))  # shift, then features
     inner = (..., slice(border, -border))  # columns away from the wrapped-round edges
@@ -162,7 +177,9 @@ def token_map(model, images: torch.Tensor, blocks: bool = True, positions: bool 
     """
     if model.config.stem_channels:
         raise ValueError(
-            "token_map needs a pure ViT: a hybrid's tokens do not sit on P x P patches"
+            _("{function} needs a pure ViT: a hybrid's tokens do not sit on P x P patches").format(
+                function="token_map"
+            )
         )
     P, g = model.config.patch_size, model.patch_embed.grid_size
     x = model.patch_embed(model.check_images(images))  # (B, C, H, W) -> (B, N, D)

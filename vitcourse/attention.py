@@ -18,6 +18,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from vitcourse.language import _
+
 
 def scaled_dot_product_attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, dropout_p: float = 0.0
@@ -50,7 +52,8 @@ class MultiHeadSelfAttention(nn.Module):
     ):
         super().__init__()
         if dim % num_heads:
-            raise ValueError(f"dim {dim} is not divisible by num_heads {num_heads}")
+            message = _("dim {dim} is not divisible by num_heads {num_heads}")
+            raise ValueError(message.format(dim=dim, num_heads=num_heads))
         self.num_heads = num_heads
         self.head_dim = dim // num_heads
         self.attn_dropout = attn_dropout

@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from vitcourse.attention import MultiHeadSelfAttention
+from vitcourse.language import _
 
 
 def layer_norm(
@@ -48,7 +49,7 @@ class DropPath(nn.Module):
     def __init__(self, rate: float = 0.0):
         super().__init__()
         if not 0.0 <= rate < 1.0:
-            raise ValueError(f"drop-path rate must be in [0, 1), got {rate}")
+            raise ValueError(_("drop-path rate must be in [0, 1), got {rate}").format(rate=rate))
         self.rate = rate
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -26,6 +26,7 @@ from torch import nn
 
 from vitcourse.data.loading import dataset_info
 from vitcourse.embedding import conv_bn_relu
+from vitcourse.language import _
 
 
 @dataclass(frozen=True)
@@ -43,21 +44,39 @@ class CNNConfig:
         # Lists (from JSON or a checkpoint) become tuples, so the config stays hashable.
         object.__setattr__(self, "widths", tuple(self.widths))
         object.__setattr__(self, "depths", tuple(self.depths))
-        if len(self.widths) != len(self.depths) or not self.widths:
-            raise ValueError(
-                f"widths and depths need one entry per stage, got {len(self.widths)} widths "
-                f"{self.widths} and {len(self.depths)} depths {self.depths}"
+        widths, depths = self.widths, self.depths
+        if len(widths) != len(depths) or not widths:
+            message = _(
+                "widths and depths need one entry per stage, got {widths_count} widths "
+                "{widths} and {depths_count} depths {depths}"
             )
-        if min(self.widths) < 1 or min(self.depths) < 1:
             raise ValueError(
-                f"every stage needs at least one channel and one convolution, "
-                f"got widths {self.widths} and depths {self.depths}"
+                message.format(
+                    widths_count=len(widths),
+                    widths=widths,
+                    depths_count=len(depths),
+                    depths=depths,
+                )
             )
-        smallest = 2 ** (len(self.widths) - 1)
+        if min(widths) < 1 or min(depths) < 1:
+            message = _(
+                "every stage needs at least one channel and one convolution, "
+                "got widths {widths} and depths {depths}"
+            )
+            raise ValueError(message.format(widths=widths, depths=depths))
+        smallest = 2 ** (len(widths) - 1)
         if self.image_size < smallest:
+            message = _(
+                "{stages} stages halve the image {halvings} times: "
+                "image_size must be at least {smallest}, got {image_size}"
+            )
             raise ValueError(
-                f"{len(self.widths)} stages halve the image {len(self.widths) - 1} times: "
-                f"image_size must be at least {smallest}, got {self.image_size}"
+                message.format(
+                    stages=len(widths),
+                    halvings=len(widths) - 1,
+                    smallest=smallest,
+                    image_size=self.image_size,
+                )
             )
 
 
@@ -75,7 +94,7 @@ class SmallCNN(nn.Module):
             if index > 0:
                 # Halve height and width (28 -> 14 -> 7 -> 4): each later filter sees further.
                 layers.append(nn.MaxPool2d(2, ceil_mode=True))
-            for _ in range(depth):
+            for _conv in range(depth):
                 layers.append(conv_bn_relu(channels, width))
                 channels = width
             stages.append(nn.Sequential(*layers))
@@ -86,10 +105,9 @@ class SmallCNN(nn.Module):
         """(B, C, H, W) -> (B, widths[-1], h, w): the last stage's feature map."""
         c = self.config
         if images.ndim != 4 or images.shape[1:] != (c.in_channels, c.image_size, c.image_size):
-            raise ValueError(
-                f"expected images of shape (B, {c.in_channels}, {c.image_size}, {c.image_size}), "
-                f"got {tuple(images.shape)}"
-            )
+            message = _("expected images of shape (B, {channels}, {size}, {size}), got {shape}")
+            shape = tuple(images.shape)
+            raise ValueError(message.format(channels=c.in_channels, size=c.image_size, shape=shape))
         return self.stages(images)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
@@ -116,7 +134,8 @@ def cnn_preset_for(dataset: str, name: str | None = None, **changes) -> CNNConfi
     info = dataset_info(dataset)
     name = name or info.cnn_preset
     if name not in CNN_PRESETS:
-        raise ValueError(f"unknown CNN preset {name!r}: expected one of {', '.join(CNN_PRESETS)}")
+        message = _("unknown CNN preset {name}: expected one of {names}")
+        raise ValueError(message.format(name=repr(name), names=", ".join(CNN_PRESETS)))
     fitted = {
         "image_size": info.image_size,
         "in_channels": info.channels,

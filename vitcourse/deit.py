@@ -8,6 +8,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from vitcourse.language import _
 from vitcourse.vit import VisionTransformer, ViTConfig
 
 
@@ -26,10 +27,12 @@ class DistilledViT(VisionTransformer):
 
     def __init__(self, config: ViTConfig):
         if config.pool != "cls" or config.pos_embed != "learned":
-            raise ValueError(
+            message = _(
                 "a distilled ViT classifies its cls and distillation tokens with learned "
-                f"positions: needs pool='cls' and pos_embed='learned', got {config.pool!r} and "
-                f"{config.pos_embed!r}"
+                "positions: needs pool='cls' and pos_embed='learned', got {pool} and {pos_embed}"
+            )
+            raise ValueError(
+                message.format(pool=repr(config.pool), pos_embed=repr(config.pos_embed))
             )
         super().__init__(config)
         self.dist_token = nn.Parameter(torch.zeros(1, 1, config.dim))
@@ -54,4 +57,4 @@ class DistilledViT(VisionTransformer):
         return (cls_logits + dist_logits) / 2
 
     def set_image_size(self, image_size: int) -> None:
-        raise NotImplementedError("a distilled ViT runs at the size it was trained at")
+        raise NotImplementedError(_("a distilled ViT runs at the size it was trained at"))

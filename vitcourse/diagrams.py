@@ -16,6 +16,7 @@ import matplotlib.pyplot as plt
 import torch
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
+from vitcourse.language import _
 from vitcourse.patching import draw_patch_grid
 from vitcourse.vit import ViTConfig
 
@@ -42,10 +43,22 @@ def _box(
     )
     first, *rest = lines
     bold = {"ha": "center", "va": "center", "fontsize": size, "fontweight": "bold"}
-    ax.text(x, y + (0.28 * h if rest else 0), first, **bold)
+    _fit(ax, ax.text(x, y + (0.28 * h if rest else 0), first, **bold), w)
     if rest:
         below = "\n".join(rest)
-        ax.text(x, y - 0.1 * h, below, ha="center", va="center", fontsize=size - 1, linespacing=1.3)
+        text = ax.text(x, y - 0.1 * h, below, ha="center", va="center", fontsize=size - 1,
+                       linespacing=1.3)  # fmt: skip
+        _fit(ax, text, w)
+
+
+def _fit(ax, text, width: float, margin: float = 3.0) -> None:
+    """Shrink `text` until it fits a box `width` wide (in data units) with `margin` pixels each
+    side: the boxes are sized for the English, and another language's words may run longer."""
+    ax.apply_aspect()  # the axes' final place, which an equal aspect moves
+    renderer = ax.figure.canvas.get_renderer()
+    room = ax.transData.transform((width, 0))[0] - ax.transData.transform((0, 0))[0] - 2 * margin
+    while text.get_window_extent(renderer).width > room and text.get_fontsize() > 6:
+        text.set_fontsize(text.get_fontsize() - 0.5)
 
 
 def _arrow(ax, start: tuple[float, float], end: tuple[float, float]) -> None:
@@ -85,36 +98,37 @@ def architecture_figure(config: ViTConfig, image: torch.Tensor | None = None) ->
     with its patch grid first."""
     c = config
     C, S, P, N, T, D = c.in_channels, c.image_size, c.patch_size, c.num_patches, c.num_tokens, c.dim
-    steps = [(["image", f"{C} × {S} × {S}", "C × H × W"], "data")]
+    steps = [([_("image"), f"{C} × {S} × {S}", "C × H × W"], "data")]
     if c.stem_channels:
         steps.append(
             (
                 [
-                    "conv stem",
-                    f"{len(c.stem_channels)} convolutions",
+                    _("conv stem"),
+                    _("{count} convolutions").format(count=len(c.stem_channels)),
                     f"→ {c.stem_channels[-1]} × {c.stem_size} × {c.stem_size}",
-                    "(hybrid, nb 08)",
+                    _("(hybrid, nb 08)"),
                 ],
                 "layer",
             )
         )
         C, S = c.stem_channels[-1], c.stem_size
-    pooled = "cls token" if c.pool == "cls" else "mean of patches"
+    pooled = _("cls token") if c.pool == "cls" else _("mean of patches")
+    pixels = _("({size}×{size} pixels; nb 01)").format(size=P)
     steps += [
-        (["patches", f"{N} × {P * P * C}", "N × P·P·C", f"({P}×{P} pixels; nb 01)"], "op"),
-        (["patch embedding", f"{N} × {D}", "N × D", "(linear = conv; nb 02)"], "layer"),
-        (["+ cls + positions", f"{T} × {D}", "T × D, T = N + 1", "(nb 02)"], "data"),
+        ([_("patches"), f"{N} × {P * P * C}", "N × P·P·C", pixels], "op"),
+        ([_("patch embedding"), f"{N} × {D}", "N × D", _("(linear = conv; nb 02)")], "layer"),
+        ([_("+ cls + positions"), f"{T} × {D}", "T × D, T = N + 1", "(nb 02)"], "data"),
         (
             [
-                f"{c.depth} × block",
+                _("{depth} × block").format(depth=c.depth),
                 f"{T} × {D}",
-                f"{c.num_heads} heads, MLP {c.mlp_dim}",
+                _("{heads} heads, MLP {width}").format(heads=c.num_heads, width=c.mlp_dim),
                 "(nb 03-04)",
             ],
             "layer",
         ),
-        (["LayerNorm, pool", f"{D}", pooled, "(nb 05)"], "op"),
-        (["head", f"{c.num_classes}", "class scores", "(linear)"], "layer"),
+        ([_("LayerNorm, pool"), f"{D}", pooled, "(nb 05)"], "op"),
+        ([_("head"), f"{c.num_classes}", _("class scores"), _("(linear)")], "layer"),
     ]
     width, gap, height = 2.3, 0.3, 1.6
     total = len(steps) * (width + gap) - gap
@@ -122,8 +136,10 @@ def architecture_figure(config: ViTConfig, image: torch.Tensor | None = None) ->
     fig, ax = _canvas(total, height_units, figsize=(0.8 * total, 0.8 * height_units))
     _chain(ax, steps, -0.7 if image is not None else 0.0, width, gap, height, size=10.5)
     ax.set_title(
-        f"the ViT, image to class scores: {c.num_patches} patches of {c.patch_size}×"
-        f"{c.patch_size}, width {c.dim}, {c.depth} blocks (shapes for one image)",
+        _(
+            "the ViT, image to class scores: {patches} patches of {size}×{size}, width {dim}, "
+            "{depth} blocks (shapes for one image)"
+        ).format(patches=c.num_patches, size=c.patch_size, dim=c.dim, depth=c.depth),
         fontsize=12,
     )
     if image is not None:  # the image itself, with its patch grid, above the first box
@@ -138,20 +154,22 @@ def attention_shapes_figure(tokens: int, dim: int, heads: int) -> plt.Figure:
     """Multi-head self-attention for T = `tokens` tokens of width D = `dim` split into h = `heads`
     heads of width d = D / h: every shape on the way (notebook 03)."""
     if dim % heads:
-        raise ValueError(f"dim {dim} is not divisible by heads {heads}")
+        raise ValueError(
+            _("dim {dim} is not divisible by heads {heads}").format(dim=dim, heads=heads)
+        )
     T, D, h, d = tokens, dim, heads, dim // heads
     top = [
         (["x", f"{T} × {D}", "T × D"], "data"),
-        (["qkv (linear)", f"{T} × {3 * D}", "T × 3D"], "layer"),
-        (["split heads", f"3 × {h} × {T} × {d}", "3 × h × T × d"], "op"),
-        (["q, k, v", f"each {h} × {T} × {d}", "h × T × d"], "data"),
+        ([_("qkv (linear)"), f"{T} × {3 * D}", "T × 3D"], "layer"),
+        ([_("split heads"), f"3 × {h} × {T} × {d}", "3 × h × T × d"], "op"),
+        (["q, k, v", _("each {shape}").format(shape=f"{h} × {T} × {d}"), "h × T × d"], "data"),
     ]
     bottom = [
-        (["scores q·kᵀ/√d", f"{h} × {T} × {T}", "h × T × T"], "op"),
-        (["softmax (keys)", f"{h} × {T} × {T}", "rows sum to 1"], "op"),
-        (["weights · v", f"{h} × {T} × {d}", "h × T × d"], "op"),
-        (["merge heads", f"{T} × {D}", "T × D"], "op"),
-        (["proj (linear)", f"{T} × {D}", "T × D"], "layer"),
+        ([_("scores q·kᵀ/√d"), f"{h} × {T} × {T}", "h × T × T"], "op"),
+        ([_("softmax (keys)"), f"{h} × {T} × {T}", _("rows sum to 1")], "op"),
+        ([_("weights · v"), f"{h} × {T} × {d}", "h × T × d"], "op"),
+        ([_("merge heads"), f"{T} × {D}", "T × D"], "op"),
+        ([_("proj (linear)"), f"{T} × {D}", "T × D"], "layer"),
     ]
     width, gap = 1.7, 0.35
     total = len(bottom) * (width + gap) - gap
@@ -161,7 +179,10 @@ def attention_shapes_figure(tokens: int, dim: int, heads: int) -> plt.Figure:
     last_top = (len(top) - 1) * (width + gap) + width / 2
     _arrow(ax, (last_top, 0.3), (width / 2, -0.3))
     ax.set_title(
-        f"multi-head self-attention: T = {T} tokens, D = {D}, h = {h} heads of d = {d}", fontsize=10
+        _("multi-head self-attention: T = {T} tokens, D = {D}, h = {h} heads of d = {d}").format(
+            T=T, D=D, h=h, d=d
+        ),
+        fontsize=10,
     )
     return fig
 
@@ -169,13 +190,14 @@ def attention_shapes_figure(tokens: int, dim: int, heads: int) -> plt.Figure:
 def norm_placement_figure() -> plt.Figure:
     """Pre-norm (the ViT's block) and post-norm (the original Transformer's), side by side."""
     fig, axes = plt.subplots(2, 1, figsize=(9, 4.2))
+    attention = _("attention")
     layouts = {  # title: (boxes, residual spans from a branch's input to its "+")
-        "pre-norm (ViT): x = x + attn(norm1(x)); x = x + mlp(norm2(x))": (
-            ["x", "LayerNorm", "attention", "+", "LayerNorm", "MLP", "+"],
+        _("pre-norm (ViT): x = x + attn(norm1(x)); x = x + mlp(norm2(x))"): (
+            ["x", "LayerNorm", attention, "+", "LayerNorm", "MLP", "+"],
             [(0, 3), (3, 6)],
         ),
-        "post-norm (original Transformer): x = norm1(x + attn(x)); x = norm2(x + mlp(x))": (
-            ["x", "attention", "+", "LayerNorm", "MLP", "+", "LayerNorm"],
+        _("post-norm (original Transformer): x = norm1(x + attn(x)); x = norm2(x + mlp(x))"): (
+            ["x", attention, "+", "LayerNorm", "MLP", "+", "LayerNorm"],
             [(0, 2), (3, 5)],
         ),
     }
@@ -196,8 +218,10 @@ def norm_placement_figure() -> plt.Figure:
     fig.text(
         0.5,
         0.01,
-        "blue: the residual path. Pre-norm keeps it free of normalisation; "
-        "post-norm normalises it after every branch.",
+        _(
+            "blue: the residual path. Pre-norm keeps it free of normalisation; "
+            "post-norm normalises it after every branch."
+        ),
         ha="center",
         fontsize=8,
     )
@@ -214,11 +238,15 @@ def model_map_figure(config: ViTConfig, image: torch.Tensor, label: str = "") ->
     (C, H, W) with pixels in [0, 1]; `label`, if given, is written as the class it shows."""
     c = config
     if c.stem_channels:
-        raise ValueError("model_map_figure draws a pure ViT (patches); this config has a conv stem")
+        raise ValueError(
+            _("model_map_figure draws a pure ViT (patches); this config has a conv stem")
+        )
     C, S, N = c.in_channels, c.image_size, c.num_patches
     if tuple(image.shape) != (C, S, S):
         raise ValueError(
-            f"expected an image of shape {(C, S, S)} for this config, got {tuple(image.shape)}"
+            _("expected an image of shape {expected} for this config, got {got}").format(
+                expected=(C, S, S), got=tuple(image.shape)
+            )
         )
     shown = list(range(N)) if N <= 16 else [*range(12), None, N - 2, N - 1]  # None: "…"
     x0 = 5.0  # the cls token's column, after the image; the patches' columns follow
@@ -236,9 +264,10 @@ def model_map_figure(config: ViTConfig, image: torch.Tensor, label: str = "") ->
     _map_block(ax, c, bx)  # 03-04, opened
     _arrow(ax, (xs[-1] + 0.55, 6.35), (bx - 2.45, 6.35))
     ax.set_title(
-        f"The Vision Transformer, one notebook a step (after the ViT paper's Figure 1): "
-        f"{N} patches of {c.patch_size}×{c.patch_size}, width {c.dim}, {c.depth} blocks of "
-        f"{c.num_heads} heads",
+        _(
+            "The Vision Transformer, one notebook a step (after the ViT paper's Figure 1): "
+            "{patches} patches of {size}×{size}, width {dim}, {depth} blocks of {heads} heads"
+        ).format(patches=N, size=c.patch_size, dim=c.dim, depth=c.depth, heads=c.num_heads),
         fontsize=13,
     )
     return fig
@@ -252,7 +281,8 @@ def _map_patches(ax, c: ViTConfig, picture, xs: list[float], shown: list) -> Non
     for k in range(grid + 1):
         ax.plot([1.0 + k * side / grid] * 2, [low, low + side], color="tab:orange", linewidth=1.2)
         ax.plot([1.0, 1.0 + side], [low + k * side / grid] * 2, color="tab:orange", linewidth=1.2)
-    ax.text(1.0 + side / 2, -0.3, f"{C} × {S} × {S} image", ha="center", va="center", fontsize=12)
+    image = _("{shape} image").format(shape=f"{C} × {S} × {S}")
+    ax.text(1.0 + side / 2, -0.3, image, ha="center", va="center", fontsize=12)
     _arrow(ax, (1.15 + side, 1.2), (xs[0] - 0.5, 1.2))
     for x, n in zip(xs, shown, strict=True):
         if n is None:
@@ -262,14 +292,18 @@ def _map_patches(ax, c: ViTConfig, picture, xs: list[float], shown: list) -> Non
         patch = picture[row * P : (row + 1) * P, col * P : (col + 1) * P]
         ax.imshow(patch, cmap="gray", vmin=0, vmax=1, extent=(x - 0.4, x + 0.4, 0.8, 1.6))
         ax.text(x, 0.5, str(n), fontsize=10, ha="center", va="center")
-    cut = f"01 · cut into N = {N} patches of {P}×{P}×{C} = {P * P * C} numbers"
+    cut = _("01 · cut into N = {N} patches of {shape} = {numbers} numbers").format(
+        N=N, shape=f"{P}×{P}×{C}", numbers=P * P * C
+    )
     ax.text(xs[0] - 0.45, -0.3, cut, ha="left", **_NOTE)
 
 
 def _map_tokens(ax, c: ViTConfig, x0: float, xs: list[float], shown: list) -> None:
     """Notebook 02's rows: the projection of each patch, the cls token, the positions (circles)."""
     P, C, D = c.patch_size, c.in_channels, c.dim
-    projection = f"02 · linear projection of each patch: {P * P * C} → {D} numbers"
+    projection = _("02 · linear projection of each patch: {numbers} → {D} numbers").format(
+        numbers=P * P * C, D=D
+    )
     _box(ax, (xs[0] + xs[-1]) / 2, 2.6, xs[-1] - xs[0] + 0.9, 0.7, [projection], "layer", 12)
     for i, x in enumerate([x0, *xs]):
         if i and shown[i - 1] is None:
@@ -292,25 +326,33 @@ def _map_tokens(ax, c: ViTConfig, x0: float, xs: list[float], shown: list) -> No
         ax.add_patch(plt.Circle((x + 0.3, 4.3), 0.22, facecolor="#c9b6e4", edgecolor="#555555"))
         position = 0 if i == 0 else shown[i - 1] + 1
         ax.text(x + 0.3, 4.3, str(position), fontsize=9, ha="center", va="center")
-    tokens = f"02 · + a cls token\n+ positions (circles):\n{c.num_tokens} tokens × {D}"
+    tokens = _("02 · + a cls token\n+ positions (circles):\n{T} tokens × {D}").format(
+        T=c.num_tokens, D=D
+    )
     ax.text(x0 - 0.8, 4.1, tokens, ha="right", **_NOTE)
 
 
 def _map_encoder_and_head(ax, c: ViTConfig, x0: float, xs: list[float], label: str) -> None:
     """Notebooks 03-05: the encoder of L blocks, then the head on the cls token."""
     T, D = c.num_tokens, c.dim
-    encoder = [f"transformer encoder: {c.depth} blocks", f"{T} × {D} in, {T} × {D} out"]
+    encoder = [
+        _("transformer encoder: {depth} blocks").format(depth=c.depth),
+        _("{shape} in, {shape} out").format(shape=f"{T} × {D}"),
+    ]
     _box(ax, (x0 + xs[-1]) / 2, 6.35, xs[-1] - x0 + 1.0, 1.2, encoder, "layer", 13)
     for x in [x0, *xs]:
         _arrow(ax, (x, 4.55), (x, 5.73))
-    looks = "03-04 · each token\nlooks at every other\n(attention), then\ngoes through an MLP"
+    looks = _("03-04 · each token\nlooks at every other\n(attention), then\ngoes through an MLP")
     ax.text(x0 - 0.8, 6.4, looks, ha="right", **_NOTE)
     _arrow(ax, (x0, 6.97), (x0, 8.23))
-    head = ["05 · head (LayerNorm, linear)", f"cls token: {D} → {c.num_classes} scores"]
+    head = [
+        _("05 · head (LayerNorm, linear)"),
+        _("cls token: {D} → {classes} scores").format(D=D, classes=c.num_classes),
+    ]
     _box(ax, x0 + 3.5, 8.75, 7.0, 1.0, head, "layer", 11.5)
-    answer = f"→ {label}" if label else f"→ one of {c.num_classes} classes"
+    answer = f"→ {label}" if label else _("→ one of {count} classes").format(count=c.num_classes)
     ax.text(x0 + 7.2, 8.95, answer, ha="left", va="center", fontsize=14, fontweight="bold")
-    ax.text(x0 + 7.2, 8.4, "06 · train it;  07 · look inside", ha="left", **_NOTE)
+    ax.text(x0 + 7.2, 8.4, _("06 · train it;  07 · look inside"), ha="left", **_NOTE)
 
 
 def _map_block(ax, c: ViTConfig, bx: float) -> None:
@@ -320,7 +362,7 @@ def _map_block(ax, c: ViTConfig, bx: float) -> None:
     mid, wide = bx + 0.35, 4.3  # the boxes' centre and width; the residual path runs left of them
     names = [
         ("LayerNorm", "op"),
-        (f"attention, {c.num_heads} heads", "layer"),
+        (_("attention, {heads} heads").format(heads=c.num_heads), "layer"),
         ("+", "op"),
         ("LayerNorm", "op"),
         (f"MLP {D}→{c.mlp_dim}→{D}", "layer"),
@@ -337,7 +379,7 @@ def _map_block(ax, c: ViTConfig, bx: float) -> None:
         linestyle="--",
     )
     ax.add_patch(frame)
-    title = f"03-04 · one block (× {c.depth})"
+    title = _("03-04 · one block (× {depth})").format(depth=c.depth)
     ax.text(bx + 0.2, 9.7, title, ha="center", va="center", fontsize=13, weight="bold")
     for i, ((name, kind), y) in enumerate(zip(names, ys, strict=True)):
         _box(ax, mid, y, 0.55 if name == "+" else wide, 0.56, [name], kind, 10.5)
@@ -349,4 +391,4 @@ def _map_block(ax, c: ViTConfig, bx: float) -> None:
         path = [mid, left, left, mid - 0.28], [y0, y0, y1, y1]
         ax.plot(*path, color="tab:blue", lw=2)
     blue = {"ha": "center", "va": "center", "fontsize": 11, "color": "tab:blue"}
-    ax.text(bx + 0.2, 3.0, "blue: the residual path", **blue)
+    ax.text(bx + 0.2, 3.0, _("blue: the residual path"), **blue)

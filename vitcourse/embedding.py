@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from vitcourse.language import _
 from vitcourse.patching import check_patchable
 
 
@@ -36,17 +37,19 @@ class PatchEmbedding(nn.Module):
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         if images.ndim != 4:
-            raise ValueError(f"expected images (B, C, H, W), got shape {tuple(images.shape)}")
+            message = _("expected images (B, C, H, W), got shape {shape}")
+            raise ValueError(message.format(shape=tuple(images.shape)))
         B, C, H, W = images.shape
         if C != self.in_channels:
-            raise ValueError(f"expected {self.in_channels} image channels, got {C}")
+            message = _("expected {expected} image channels, got {channels}")
+            raise ValueError(message.format(expected=self.in_channels, channels=C))
         check_patchable(H, W, self.patch_size)
         x = self.proj(images)  # (B, C, H, W) -> (B, D, H/P, W/P)
         return x.flatten(2).transpose(1, 2)  # -> (B, D, N) -> (B, N, D), patches in reading order
 
     def as_linear(self) -> nn.Linear:
         """The same projection as an `nn.Linear` acting on `patchify`'s output (B, N, P*P*C)."""
-        D, C, P, _ = self.proj.weight.shape
+        D, C, P, _P = self.proj.weight.shape  # (D, C, P, P)
         linear = nn.Linear(P * P * C, D)
         with torch.no_grad():
             # patchify orders a patch's numbers (row, column, channel); the kernel is (D, C, P, P).
@@ -88,7 +91,8 @@ def sincos_2d_position_embedding(grid_size: int, dim: int) -> torch.Tensor:
     position at frequencies from 1 down towards 1/10000, as in "Attention Is All You Need" (MAE's recipe).
     """
     if dim % 4:
-        raise ValueError(f"sin-cos position embeddings need dim divisible by 4, got {dim}")
+        message = _("sin-cos position embeddings need dim divisible by 4, got {dim}")
+        raise ValueError(message.format(dim=dim))
     rows, cols = torch.meshgrid(
         torch.arange(grid_size, dtype=torch.float64),
         torch.arange(grid_size, dtype=torch.float64),
@@ -111,10 +115,10 @@ def resize_pos_embed(
     The cls token's embedding (the prefix) has no place on the grid and is kept as it is.
     """
     prefix, grid = pos_embed[:, :num_prefix_tokens], pos_embed[:, num_prefix_tokens:]
-    _, N, D = grid.shape
+    _one, N, D = grid.shape
     old = round(N**0.5)
     if old * old != N:
-        raise ValueError(f"{N} position embeddings do not make a square grid")
+        raise ValueError(_("{count} position embeddings do not make a square grid").format(count=N))
     if old == new_grid_size:
         return pos_embed
     grid = grid.reshape(1, old, old, D).permute(0, 3, 1, 2)  # (1, N, D) -> (1, D, g, g)
@@ -136,9 +140,10 @@ def position_similarity(pos_embed: torch.Tensor, num_prefix_tokens: int = 1) -> 
     N = grid.shape[0]
     g = round(N**0.5)
     if g * g != N:
-        raise ValueError(
-            f"{N} position embeddings (after {num_prefix_tokens} prefix token(s)) do not make a "
+        message = _(
+            "{count} position embeddings (after {prefix} prefix token(s)) do not make a "
             "square grid; is num_prefix_tokens right for this model?"
         )
+        raise ValueError(message.format(count=N, prefix=num_prefix_tokens))
     unit = F.normalize(grid.detach().float(), dim=-1)
     return (unit @ unit.T).reshape(g, g, g, g)  # (N, N) -> (g, g, g, g)

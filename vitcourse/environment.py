@@ -21,6 +21,7 @@ import torch
 import torchvision
 
 from vitcourse.hosting import BRANCH, REPOSITORY, hosted, set_up_hosted, time_estimate
+from vitcourse.language import N_, _
 
 # Colab and Kaggle's names, still importable from here for code written before hosting had a
 # module of its own (found in `vitcourse.hosting` when first asked for).
@@ -75,9 +76,9 @@ def pick_device(device: str | torch.device | None = None) -> torch.device:
     if device is not None:
         device = torch.device(device)
         if device.type == "cuda" and not torch.cuda.is_available():
-            raise ValueError("device 'cuda' was asked for, but PyTorch sees no CUDA GPU here")
+            raise ValueError(_("device 'cuda' was asked for, but PyTorch sees no CUDA GPU here"))
         if device.type == "mps" and not torch.backends.mps.is_available():
-            raise ValueError("device 'mps' was asked for, but PyTorch sees no Apple GPU here")
+            raise ValueError(_("device 'mps' was asked for, but PyTorch sees no Apple GPU here"))
         return device
     if torch.cuda.is_available():
         return torch.device("cuda")
@@ -131,24 +132,42 @@ def is_online(url: str, timeout: float = 5.0) -> bool:
 
 # --- the notebooks' set-up cell -----------------------------------------------------------------
 
+# The report's lines as `setup` prints them, in the learner's language (the report's keys stay
+# English: code and tests read them).
+REPORT_LABELS = {
+    "where": N_("where"),
+    "edition": N_("edition"),
+    "device": N_("device"),
+    "torch": "torch",
+    "quick mode": N_("quick mode"),
+    "time": N_("time"),
+    "set-up": N_("set-up"),
+    "advice": N_("advice"),
+}
+
 
 def setup(notebook: str | None = None, run=subprocess.run, fetch=None) -> None:
     """Get a notebook ready to run, and say where it runs: every notebook's first cell calls it
     with the notebook's name. `prepare_environment` does the work; this prints its report."""
     for key, value in prepare_environment(notebook, run, fetch).items():
-        print(f"{key + ':':<12} {value}")
+        label = _(REPORT_LABELS.get(key, key)) + ":"
+        print(f"{label:<12} {value}")
 
 
 def edition(host: str | None) -> str:
     """Which edition of the course runs: on Colab or Kaggle, the repository and branch (or tag) the
     set-up cell installs it and its data from; elsewhere the version of this checkout."""
     if host:
-        return f"vitcourse from github.com/{REPOSITORY}, {BRANCH} (vitcourse.hosting.BRANCH)"
+        return _("vitcourse from github.com/{repository}, {branch} (vitcourse.hosting.BRANCH)").format(
+            repository=REPOSITORY, branch=BRANCH
+        )
     try:
         version = importlib.metadata.version("vitcourse")
     except importlib.metadata.PackageNotFoundError:
-        version = "not installed"
-    return f"vitcourse {version}, this checkout (requirements.txt; a class pins constraints.txt)"
+        version = _("not installed")
+    return _(
+        "vitcourse {version}, this checkout (requirements.txt; a class pins constraints.txt)"
+    ).format(version=version)
 
 
 def prepare_environment(
@@ -173,24 +192,25 @@ def prepare_environment(
     done = _set_up(host, run, fetch) if host else []
     device = pick_device()
     report = {
-        "where": host or "this machine",
+        "where": host or _("this machine"),
         "edition": edition(host),
         "device": environment_report()["device"],
         "torch": torch.__version__,
-        "quick mode": "on" if quick_mode() else "off",
+        "quick mode": _("on") if quick_mode() else _("off"),
         "time": time_estimate(notebook, device),
     }
     if done:
         report["set-up"] = "; ".join(done)
     if host and device.type == "cpu":
-        report["advice"] = (
-            "no GPU in this runtime: everything runs on its CPU as timed above; for a GPU, "
-            + (
-                "Runtime > Change runtime type > T4 GPU, then run this cell again"
-                if host == "colab"
-                else "Settings > Accelerator > GPU, then run this cell again"
-            )
+        menu = (
+            _("Runtime > Change runtime type > T4 GPU")
+            if host == "colab"
+            else _("Settings > Accelerator > GPU")
         )
+        report["advice"] = _(
+            "no GPU in this runtime: everything runs on its CPU as timed above; for a GPU, "
+            "{menu}, then run this cell again"
+        ).format(menu=menu)
     return report
 
 

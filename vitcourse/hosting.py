@@ -23,6 +23,8 @@ from pathlib import Path
 import torch
 import torchvision
 
+from vitcourse.language import _
+
 # The course's repository on GitHub: the notebooks' set-up cell installs the package from it, and
 # `setup` fetches the data files from it.
 REPOSITORY = "vitcourse/vitcourse"
@@ -117,22 +119,30 @@ def hosted() -> str | None:
 def _minutes(seconds: float) -> str:
     if seconds < 90:
         return f"{seconds:.0f} s"
-    return f"{seconds / 60:.1f}".removesuffix(".0") + " minutes"
+    return _("{minutes} minutes").format(minutes=f"{seconds / 60:.1f}".removesuffix(".0"))
 
 
 def time_estimate(notebook: str | None, device: torch.device) -> str:
     """What the measured table says about this notebook's running time, in a sentence."""
     if notebook not in CPU_SECONDS:
-        return "this notebook's running time was not measured"
-    text = f"full mode took {_minutes(CPU_SECONDS[notebook])} on a 2-core CPU"
+        return _("this notebook's running time was not measured")
+    live = ""
     if notebook in LIVE_OPTIONS:
         option, seconds = LIVE_OPTIONS[notebook]
-        text += f" ({option}: {_minutes(seconds)})"
-    if device.type != "cpu":
-        text += f"; not timed on a {'GPU' if device.type == 'cuda' else device.type.upper()}"
-        if notebook in TIME_BUDGETS:
-            text += ": its trainings run for set minutes, as long there, and get further"
-    return text
+        live = f" ({option}: {_minutes(seconds)})"
+    text = _("full mode took {time} on a 2-core CPU{live}").format(
+        time=_minutes(CPU_SECONDS[notebook]), live=live
+    )
+    if device.type == "cpu":
+        return text
+    if notebook in TIME_BUDGETS:
+        untimed = _("{estimate}; not timed on a {device}: its trainings run for set minutes, as "
+                    "long there, and get further")
+    else:
+        untimed = _("{estimate}; not timed on a {device}")
+    return untimed.format(
+        estimate=text, device="GPU" if device.type == "cuda" else device.type.upper()
+    )
 
 
 def fetch_course_files(root: Path, fetch=None) -> list[str]:
@@ -151,14 +161,15 @@ def fetch_course_files(root: Path, fetch=None) -> list[str]:
             content = fetch(url)
         except OSError as e:
             raise RuntimeError(
-                f"could not download {url} ({e}). On Kaggle, turn on Internet in the notebook's "
-                "settings; elsewhere, check the connection, or copy the course's data/ folder "
-                f"to {root}"
+                _("could not download {url} ({error}). On Kaggle, turn on Internet in the "
+                  "notebook's settings; elsewhere, check the connection, or copy the course's "
+                  "data/ folder to {folder}").format(url=url, error=e, folder=root)
             ) from e
         got = hashlib.sha256(content).hexdigest()
         if got != expected:
             raise RuntimeError(
-                f"{url} is not the course's {name}: its SHA-256 is {got}, expected {expected}"
+                _("{url} is not the course's {file}: its SHA-256 is {got}, expected "
+                  "{expected}").format(url=url, file=name, got=got, expected=expected)
             )
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(target.name + ".tmp")
@@ -181,15 +192,17 @@ def set_up_hosted(host: str, root: Path, run=subprocess.run, fetch=None) -> list
     if missing:
         run(_pip_install(missing), check=True)
         importlib.invalidate_caches()
-        done.append("installed " + ", ".join(missing))
+        done.append(_("installed {packages}").format(packages=", ".join(missing)))
     fetched = fetch_course_files(root, fetch)
     if fetched:
-        done.append(f"fetched {len(fetched)} data files into {root}")
+        done.append(_("fetched {count} data files into {folder}").format(
+            count=len(fetched), folder=root
+        ))
     if host == "colab":
         from google.colab import output  # only there
 
         output.enable_custom_widget_manager()
-        done.append("turned on Colab's widget manager")
+        done.append(_("turned on Colab's widget manager"))
     return done
 
 

@@ -14,12 +14,23 @@ A message written once, when a module is imported (a check's hint), is marked wi
 only lets the extraction find it; it goes through `_` where it is shown, so that a language
 chosen after the import still applies. A message with values is a template: `_` first, then
 `.format` (an f-string cannot be looked up).
+
+The tables the notebooks print (`print_table`) take each column's width from its words, not from
+a number in the code, so that they read as well in Spanish, whose headers run longer::
+
+    print_table(["patch", "N tokens"], [["4x4", 49], ["7x7", 16]])
+
+    patch  N tokens
+    4x4          49
+    7x7          16
 """
 
 from __future__ import annotations
 
 import gettext
 import os
+from collections.abc import Sequence
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
@@ -44,6 +55,23 @@ def set_language(code: str) -> None:
     global _chosen
     _chosen = known(code)
     os.environ["VITCOURSE_LANG"] = _chosen
+
+
+@contextmanager
+def speaking(code: str):
+    """Speak `code` inside a `with` block, then the language chosen before (`set_language`'s
+    choice and `VITCOURSE_LANG` both put back as they were)."""
+    global _chosen
+    before, variable = _chosen, os.environ.get("VITCOURSE_LANG")
+    set_language(code)
+    try:
+        yield
+    finally:
+        _chosen = before
+        if variable is None:
+            os.environ.pop("VITCOURSE_LANG", None)
+        else:
+            os.environ["VITCOURSE_LANG"] = variable
 
 
 def language() -> str:
@@ -74,3 +102,40 @@ def _(message: str) -> str:
 def N_(message: str) -> str:  # noqa: N802 (gettext's name for it)
     """Mark `message` for the catalog without translating it yet (it is shown later, through `_`)."""
     return message
+
+
+# --- tables, in any language ----------------------------------------------------------------------
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence]) -> str:
+    """The text of `rows` under `header`, one line each, columns two spaces apart, each as wide as
+    its widest entry: the first (the rows' names) aligned left, the others right. A whole number
+    is written with thousands commas (12,345), anything else as `str` gives it (format a float
+    before)."""
+    lines = [list(header)] + [[_cell(value) for value in row] for row in rows]
+    for row in lines:
+        if len(row) != len(header):
+            raise ValueError(
+                _("a table row has {cells} cells, its header {header}: {row}").format(
+                    cells=len(row), header=len(header), row=row
+                )
+            )
+    widths = [max(len(row[i]) for row in lines) for i in range(len(header))]
+    return "\n".join(
+        "  ".join(
+            cell.ljust(width) if i == 0 else cell.rjust(width)
+            for i, (cell, width) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
+        for row in lines
+    )
+
+
+def print_table(header: Sequence[str], rows: Sequence[Sequence]) -> None:
+    """Print `rows` under `header` (see `table`)."""
+    print(table(header, rows))
+
+
+def _cell(value) -> str:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    return str(value)

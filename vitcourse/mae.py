@@ -25,6 +25,7 @@ import torch
 from torch import nn
 
 from vitcourse.block import TransformerBlock
+from vitcourse.language import _
 from vitcourse.patching import patchify, unpatchify
 from vitcourse.vit import VisionTransformer, ViTConfig
 
@@ -32,13 +33,15 @@ from vitcourse.vit import VisionTransformer, ViTConfig
 def hidden_count(num_patches: int, mask_ratio: float) -> int:
     """How many of `num_patches` patches a `mask_ratio` hides (rounded), at least one of each kind."""
     if not 0 < mask_ratio < 1:
-        raise ValueError(f"mask_ratio is the share of patches hidden, in (0, 1); got {mask_ratio}")
+        message = _("mask_ratio is the share of patches hidden, in (0, 1); got {mask_ratio}")
+        raise ValueError(message.format(mask_ratio=mask_ratio))
     hidden = round(num_patches * mask_ratio)
     if not 0 < hidden < num_patches:
-        raise ValueError(
-            f"a mask_ratio of {mask_ratio} hides {hidden} of {num_patches} patches; at least one "
+        message = _(
+            "a mask_ratio of {mask_ratio} hides {hidden} of {count} patches; at least one "
             "must be hidden and one visible"
         )
+        raise ValueError(message.format(mask_ratio=mask_ratio, hidden=hidden, count=num_patches))
     return hidden
 
 
@@ -73,9 +76,16 @@ def masked_patch_loss(
     hidden patch's error is the mean over its numbers; the loss is the mean over hidden patches.
     """
     if predicted.shape != target.shape or mask.shape != predicted.shape[:2]:
+        message = _(
+            "expected predicted and target (B, N, K) and mask (B, N); got "
+            "{predicted}, {target} and {mask}"
+        )
         raise ValueError(
-            f"expected predicted and target (B, N, K) and mask (B, N); got "
-            f"{tuple(predicted.shape)}, {tuple(target.shape)} and {tuple(mask.shape)}"
+            message.format(
+                predicted=tuple(predicted.shape),
+                target=tuple(target.shape),
+                mask=tuple(mask.shape),
+            )
         )
     per_patch = (predicted - target).pow(2).mean(dim=-1)  # (B, N)
     mask = mask.to(per_patch.dtype)
@@ -97,14 +107,17 @@ class MAEConfig:
         if isinstance(self.encoder, dict):  # as checkpoints store it
             object.__setattr__(self, "encoder", ViTConfig(**self.encoder))
         if self.encoder.stem_channels:
-            raise ValueError(
+            message = _(
                 "masked-patch pre-training needs a pure ViT: a convolutional stem "
-                f"{self.encoder.stem_channels} would see the pixels of the hidden patches"
+                "{stem_channels} would see the pixels of the hidden patches"
             )
+            raise ValueError(message.format(stem_channels=self.encoder.stem_channels))
         if self.decoder_dim % self.decoder_heads:
+            message = _(
+                "decoder_dim {decoder_dim} is not divisible by decoder_heads {decoder_heads}"
+            )
             raise ValueError(
-                f"decoder_dim {self.decoder_dim} is not divisible by decoder_heads "
-                f"{self.decoder_heads}"
+                message.format(decoder_dim=self.decoder_dim, decoder_heads=self.decoder_heads)
             )
         hidden_count(self.encoder.num_patches, self.mask_ratio)
 
@@ -130,7 +143,8 @@ class MaskedAutoencoder(nn.Module):
         self.mask_token = nn.Parameter(torch.zeros(1, 1, d))  # stands in for every hidden patch
         self.decoder_pos_embed = nn.Parameter(torch.zeros(1, e.num_tokens, d))
         self.decoder_blocks = nn.ModuleList(
-            TransformerBlock(d, config.decoder_heads, 4 * d) for _ in range(config.decoder_depth)
+            TransformerBlock(d, config.decoder_heads, 4 * d)
+            for _block in range(config.decoder_depth)
         )
         self.decoder_norm = nn.LayerNorm(d, eps=1e-6)
         self.decoder_pred = nn.Linear(d, e.patch_size**2 * e.in_channels)

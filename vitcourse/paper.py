@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
+from vitcourse.language import _
+
 # Section 4.1: images in each pre-training dataset.
 PRETRAINING_IMAGES = {"ImageNet": 1.3e6, "ImageNet-21k": 14e6, "JFT-300M": 303e6}
 
@@ -74,7 +76,7 @@ def _finish(fig: plt.Figure, ax: plt.Axes, xlabel: str, title: str) -> plt.Figur
     """What both charts share: the accuracy axis, a grid, and the legend below the axes, never
     over the data."""
     ax.set_xlabel(xlabel)
-    ax.set_ylabel("ImageNet top-1 accuracy (%)")
+    ax.set_ylabel(_("ImageNet top-1 accuracy (%)"))
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, fontsize=9, frameon=False)
@@ -90,14 +92,16 @@ def data_scaling_figure(with_deit: bool = True) -> plt.Figure:
         sizes = [PRETRAINING_IMAGES[d] / 1e6 for d in row]
         ax.plot(sizes, list(row.values()), "o-", label=model)
     if with_deit:
-        ax.plot([PRETRAINING_IMAGES["ImageNet"] / 1e6], [DEIT_B], "k*", markersize=13,
-                label="DeiT-B↑384: ImageNet only, strong augmentation")  # fmt: skip
+        deit = _("{model}: ImageNet only, strong augmentation").format(model="DeiT-B↑384")
+        ax.plot([PRETRAINING_IMAGES["ImageNet"] / 1e6], [DEIT_B], "k*", markersize=13, label=deit)
     ax.set_xscale("log")
     ticks = {name: size / 1e6 for name, size in PRETRAINING_IMAGES.items()}
-    ax.set_xticks(list(ticks.values()), [f"{name}\n{t:g}M images" for name, t in ticks.items()])
+    images = _("{name}\n{millions:g}M images")
+    names = [images.format(name=name, millions=t) for name, t in ticks.items()]
+    ax.set_xticks(list(ticks.values()), names)
     ax.minorticks_off()
-    title = "ViT paper, Table 5 (the numbers behind Figure 3)"
-    return _finish(fig, ax, "pre-training dataset (log scale)", title)
+    title = _("ViT paper, Table 5 (the numbers behind Figure 3)")
+    return _finish(fig, ax, _("pre-training dataset (log scale)"), title)
 
 
 def compute_figure() -> plt.Figure:
@@ -105,14 +109,17 @@ def compute_figure() -> plt.Figure:
     pre-training compute, for ViTs, ResNets and hybrids all pre-trained on JFT-300M."""
     fig, ax = plt.subplots(figsize=(7, 4.6))
     styles = {"ViT": ("tab:blue", "o"), "ResNet": ("tab:orange", "s"), "hybrid": ("tab:green", "^")}
+    labels = {"ViT": _("ViTs"), "ResNet": _("ResNets (BiT)"), "hybrid": _("hybrids")}
     for kind, (colour, marker) in styles.items():
         rows = sorted((r for r in TABLE_6 if family(r[0]) == kind), key=lambda r: r[3])
         ax.plot([r[3] for r in rows], [r[2] for r in rows], marker, color=colour, markersize=7,
-                label={"ViT": "ViTs", "ResNet": "ResNets (BiT)", "hybrid": "hybrids"}[kind])  # fmt: skip
-        name, _, acc, flops = rows[-1]  # the family's biggest model, named to find one's way
+                label=labels[kind])  # fmt: skip
+        name, _epochs, acc, flops = rows[-1]  # the family's biggest model, named to find one's way
         ax.annotate(name, (flops, acc), textcoords="offset points", xytext=(-6, 6), ha="right",
                     fontsize=8, color=colour)  # fmt: skip
     ax.set_ylim(top=max(r[2] for r in TABLE_6) + 1.5)  # room for the names
     ax.set_xscale("log")
-    title = "ViT paper, Table 6 (the numbers behind Figure 5): all on JFT-300M"
-    return _finish(fig, ax, "pre-training compute (exaFLOPs, log scale)", title)
+    title = _("ViT paper, Table 6 (the numbers behind Figure 5): all on {dataset}").format(
+        dataset="JFT-300M"
+    )
+    return _finish(fig, ax, _("pre-training compute (exaFLOPs, log scale)"), title)

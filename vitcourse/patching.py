@@ -10,22 +10,27 @@ from __future__ import annotations
 
 import torch
 
+from vitcourse.language import _
+
 
 def check_patchable(height: int, width: int, patch_size: int) -> None:
     """Raise a ValueError unless both image sides are whole multiples of the patch size."""
     if patch_size < 1:
-        raise ValueError(f"patch size must be a positive number of pixels, got {patch_size}")
-    for side, size in (("height", height), ("width", width)):
-        if size % patch_size:
-            raise ValueError(f"image {side} {size} is not a multiple of patch size {patch_size}")
+        message = _("patch size must be a positive number of pixels, got {patch_size}")
+        raise ValueError(message.format(patch_size=patch_size))
+    if height % patch_size:
+        message = _("image height {size} is not a multiple of patch size {patch_size}")
+        raise ValueError(message.format(size=height, patch_size=patch_size))
+    if width % patch_size:
+        message = _("image width {size} is not a multiple of patch size {patch_size}")
+        raise ValueError(message.format(size=width, patch_size=patch_size))
 
 
 def patchify(images: torch.Tensor, patch_size: int) -> torch.Tensor:
     """(B, C, H, W) images -> (B, N, P*P*C) flattened patches, row by row, left to right."""
     if images.ndim != 4:
-        raise ValueError(
-            f"expected a batch of images (B, C, H, W), got shape {tuple(images.shape)}"
-        )
+        message = _("expected a batch of images (B, C, H, W), got shape {shape}")
+        raise ValueError(message.format(shape=tuple(images.shape)))
     B, C, H, W = images.shape
     check_patchable(H, W, patch_size)
     P = patch_size
@@ -42,21 +47,25 @@ def unpatchify(
     `image_size` is (H, W) or a single side for square images; left out, the grid is square.
     """
     if patches.ndim != 3:
-        raise ValueError(f"expected patches (B, N, P*P*C), got shape {tuple(patches.shape)}")
+        message = _("expected patches (B, N, P*P*C), got shape {shape}")
+        raise ValueError(message.format(shape=tuple(patches.shape)))
     B, N, K = patches.shape
     P = patch_size
     if image_size is None:
         side = round(N**0.5)
         if side * side != N:
-            raise ValueError(f"{N} patches do not make a square grid: pass image_size=(H, W)")
+            message = _("{count} patches do not make a square grid: pass image_size=(H, W)")
+            raise ValueError(message.format(count=N))
         image_size = side * P
     H, W = (image_size, image_size) if isinstance(image_size, int) else image_size
     check_patchable(H, W, P)
     if N != (H // P) * (W // P) or K % (P * P):
-        raise ValueError(
-            f"patches of shape {tuple(patches.shape)} do not tile a {H}x{W} image "
-            f"with patch size {P}: expected {(H // P) * (W // P)} patches of P*P*C numbers"
+        message = _(
+            "patches of shape {shape} do not tile a {height}x{width} image "
+            "with patch size {patch_size}: expected {count} patches of P*P*C numbers"
         )
+        shape, count = tuple(patches.shape), (H // P) * (W // P)
+        raise ValueError(message.format(shape=shape, height=H, width=W, patch_size=P, count=count))
     C = K // (P * P)
     x = patches.reshape(B, H // P, W // P, P, P, C)
     x = x.permute(0, 5, 1, 3, 2, 4)  # (B, H/P, W/P, P, P, C) -> (B, C, H/P, P, W/P, P)

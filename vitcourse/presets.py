@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from vitcourse.language import _
 from vitcourse.vit import ViTConfig
 
 _COURSE_28 = ViTConfig(
@@ -68,7 +69,11 @@ PRESETS: dict[str, ViTConfig] = {
 def preset(name: str, **changes) -> ViTConfig:
     """A named config, with any fields changed: `preset("course-28/4", depth=4)`."""
     if name not in PRESETS:
-        raise ValueError(f"unknown preset {name!r}: expected one of {', '.join(PRESETS)}")
+        raise ValueError(
+            _("unknown preset {name!r}: expected one of {presets}").format(
+                name=name, presets=", ".join(PRESETS)
+            )
+        )
     return replace(PRESETS[name], **changes)
 
 

@@ -22,6 +22,7 @@ from torch import nn
 
 from vitcourse.deit import DistilledViT
 from vitcourse.environment import is_online
+from vitcourse.language import _
 from vitcourse.vit import VisionTransformer, ViTConfig
 
 if TYPE_CHECKING:  # for the annotations only: transformers is an optional extra
@@ -44,26 +45,29 @@ def load_pretrained(name: str = PRETRAINED, file: str | Path | None = None):
 
     timm downloads the weights from the Hugging Face hub (then keeps them in its cache); `file`
     reads them from a file on disk instead (timm's model's state dict as `torch.save` writes it,
-    saved on an online machine). The environment
-    variable `VITCOURSE_PRETRAINED` names such a file for every notebook: a classroom without
-    the network. Without the network (and no file) it raises `PretrainedUnavailable` at once,
-    with a line a notebook can print before going on.
+    saved on an online machine). The environment variable `VITCOURSE_PRETRAINED` names such a
+    file for every notebook: a classroom without the network. Without the network (and no file)
+    it raises `PretrainedUnavailable` at once, with a line a notebook can print before going on.
     """
     import timm  # only here: importing timm takes a second, and only this function needs it
 
     file = file or os.environ.get("VITCOURSE_PRETRAINED") or None
     if file is not None and not Path(file).exists():
-        raise PretrainedUnavailable(f"no weights file at {file} (VITCOURSE_PRETRAINED or file=)")
+        raise PretrainedUnavailable(
+            _("no weights file at {file} (VITCOURSE_PRETRAINED or file=)").format(file=file)
+        )
 
     if file is None and not is_online("https://huggingface.co/api/models/timm/" + name):
         raise PretrainedUnavailable(
-            f"offline: timm's pretrained {name} cannot be downloaded (it needs huggingface.co)"
+            _("offline: timm's pretrained {name} cannot be downloaded (it needs "
+              "huggingface.co)").format(name=name)
         )
     overlay = {"pretrained_cfg_overlay": {"file": str(file)}} if file is not None else {}
     try:
         model = timm.create_model(name, pretrained=True, **overlay)
     except Exception as e:  # noqa: BLE001 - a failed download can raise many kinds of error
-        raise PretrainedUnavailable(f"timm could not load {name}: {type(e).__name__}: {e}") from e
+        why = _("timm could not load {name}: {kind}: {error}")
+        raise PretrainedUnavailable(why.format(name=name, kind=type(e).__name__, error=e)) from e
     config = model.pretrained_cfg
     return from_timm(model).eval(), {"mean": config["mean"], "std": config["std"]}
 
@@ -74,29 +78,31 @@ def from_timm(model: nn.Module) -> VisionTransformer:
     Supports the classic ViT: one cls token, learned position embeddings, LayerNorm, no layer
     scale or register tokens, "token" or "avg" pooling without timm's extra `fc_norm`.
     """
-    attn = model.blocks[0].attn
+    attn, size = model.blocks[0].attn, model.patch_embed.img_size
     unsupported = {
-        "register tokens or no cls token": getattr(model, "num_prefix_tokens", 1) != 1
+        _("register tokens or no cls token"): getattr(model, "num_prefix_tokens", 1) != 1
         or getattr(model, "cls_token", None) is None,
-        "position embeddings without the cls token (no_embed_class)": getattr(
+        _("position embeddings without the cls token (no_embed_class)"): getattr(
             model, "no_embed_class", False
         ),
-        "fc_norm after pooling": not isinstance(
+        _("fc_norm after pooling"): not isinstance(
             getattr(model, "fc_norm", nn.Identity()), nn.Identity
         ),
-        "layer scale": not isinstance(model.blocks[0].ls1, nn.Identity),
-        "q/k normalisation": not isinstance(attn.q_norm, nn.Identity),
-        "a pre-norm before the blocks": not isinstance(model.norm_pre, nn.Identity),
+        _("layer scale"): not isinstance(model.blocks[0].ls1, nn.Identity),
+        _("q/k normalisation"): not isinstance(attn.q_norm, nn.Identity),
+        _("a pre-norm before the blocks"): not isinstance(model.norm_pre, nn.Identity),
         f"global_pool {model.global_pool!r}": model.global_pool not in ("token", "avg"),
-        "a non-square input": model.patch_embed.img_size[0] != model.patch_embed.img_size[1],
+        _("a non-square input"): size[0] != size[1],
     }
     problems = [name for name, present in unsupported.items() if present]
     if problems:
         raise ValueError(
-            f"this timm ViT has features vitcourse does not model: {', '.join(problems)}"
+            _("this timm ViT has features vitcourse does not model: {problems}").format(
+                problems=", ".join(problems)
+            )
         )
     config = ViTConfig(
-        image_size=model.patch_embed.img_size[0],
+        image_size=size[0],
         patch_size=model.patch_embed.patch_size[0],
         in_channels=model.patch_embed.proj.in_channels,
         num_classes=model.num_classes,
@@ -117,7 +123,7 @@ def from_torchvision(model: nn.Module) -> VisionTransformer:
     """A `VisionTransformer` with the weights of a torchvision `VisionTransformer` (same outputs)."""
     if getattr(model, "representation_size", None) is not None:
         raise ValueError(
-            "torchvision ViTs with a representation (pre-logits) layer are not supported"
+            _("torchvision ViTs with a representation (pre-logits) layer are not supported")
         )
     layers = list(model.encoder.layers)
     config = ViTConfig(
@@ -222,12 +228,11 @@ def _transformers_pretrained(name: str) -> ViTForImageClassification:
             told or not is_online("https://huggingface.co/api/models/" + name)
         ):
             raise PretrainedUnavailable(
-                f"offline: transformers' {name} is not in the Hugging Face cache and cannot be "
-                "downloaded (it needs huggingface.co)"
+                _("offline: transformers' {name} is not in the Hugging Face cache and cannot be "
+                  "downloaded (it needs huggingface.co)").format(name=name)
             ) from e
-        raise PretrainedUnavailable(
-            f"transformers could not load {name}: {type(e).__name__}: {e}"
-        ) from e
+        why = _("transformers could not load {name}: {kind}: {error}")
+        raise PretrainedUnavailable(why.format(name=name, kind=type(e).__name__, error=e)) from e
 
 
 def _config_from_transformers(model: nn.Module) -> ViTConfig:
@@ -237,14 +242,14 @@ def _config_from_transformers(model: nn.Module) -> ViTConfig:
 
     if isinstance(model, ViTModel):
         raise ValueError(
-            "expected a ViTForImageClassification, got a bare ViTModel, which has no classifier "
-            "head: load its weights with ViTForImageClassification.from_pretrained(name, "
-            "num_labels=...) for a new head"
+            _("expected a ViTForImageClassification, got a bare ViTModel, which has no "
+              "classifier head: load its weights with ViTForImageClassification.from_pretrained("
+              "name, num_labels=...) for a new head")
         )
     if not isinstance(model, ViTForImageClassification):
         raise ValueError(
-            "expected transformers' ViTForImageClassification (or its hub name), got "
-            f"{type(model).__module__}.{type(model).__name__}"
+            _("expected transformers' ViTForImageClassification (or its hub name), got "
+              "{kind}").format(kind=f"{type(model).__module__}.{type(model).__name__}")
         )
     c = model.config
     (H, W), (P, Q) = (  # transformers also takes (height, width) pairs
@@ -252,18 +257,23 @@ def _config_from_transformers(model: nn.Module) -> ViTConfig:
     )
     act, heads = c.hidden_act, c.num_attention_heads
     head_dim = getattr(c, "head_dim", None) or c.hidden_size // heads
-    unsupported = {
-        f"hidden_act {act!r} (expected 'gelu', the exact GELU of ours)": act != "gelu",
-        f"a non-square image {H}x{W}": H != W,
-        f"non-square patches {P}x{Q}": P != Q,
-        f"image size {H} not a multiple of patch size {P} (transformers drops the edge)": H % P,
-        f"num_labels {c.num_labels} (expected a classifier, num_labels > 0)": c.num_labels < 1,
-        f"head_dim {head_dim} (expected hidden_size / heads)": head_dim * heads != c.hidden_size,
-    }
-    problems = [name for name, present in unsupported.items() if present]
+    unsupported = [  # (present, what it is): a template filled with `found`
+        (act != "gelu", _("hidden_act {act!r} (expected 'gelu', the exact GELU of ours)")),
+        (H != W, _("a non-square image {height}x{width}")),
+        (P != Q, _("non-square patches {patch}x{patch_width}")),
+        (H % P, _("image size {height} not a multiple of patch size {patch} (transformers drops "
+                  "the edge)")),
+        (c.num_labels < 1, _("num_labels {labels} (expected a classifier, num_labels > 0)")),
+        (head_dim * heads != c.hidden_size, _("head_dim {dim} (expected hidden_size / heads)")),
+    ]
+    found = dict(act=act, height=H, width=W, patch=P, patch_width=Q, labels=c.num_labels,
+                 dim=head_dim)
+    problems = [what.format(**found) for present, what in unsupported if present]
     if problems:
         raise ValueError(
-            f"this transformers ViT has features vitcourse does not model: {', '.join(problems)}"
+            _("this transformers ViT has features vitcourse does not model: {problems}").format(
+                problems=", ".join(problems)
+            )
         )
     return ViTConfig(
         image_size=H,
@@ -312,17 +322,22 @@ def from_transformers(model: ViTForImageClassification | str | os.PathLike) -> V
 def _check_transformers_can_hold(model: nn.Module) -> None:
     """A clear error if transformers' `ViTForImageClassification` cannot hold `model`."""
     if not isinstance(model, VisionTransformer):
-        raise ValueError(f"expected a vitcourse VisionTransformer, got {type(model).__name__}")
+        raise ValueError(
+            _("expected a vitcourse VisionTransformer, got {kind}").format(
+                kind=type(model).__name__
+            )
+        )
     c = model.config
-    distilled = (
+    distilled = _(
         "a distilled ViT (cls and distillation tokens, two heads; transformers' "
         "DeiTForImageClassificationWithTeacher is that model)"
     )
-    mean = (
+    mean = _(
         "pool='mean' (transformers' ViT classifies the cls token and has no mean pooling: "
         "expected pool='cls')"
     )
-    stem = f"a convolutional stem {c.stem_channels} (transformers' ViT starts with the patches)"
+    stem = _("a convolutional stem {channels} (transformers' ViT starts with the "
+             "patches)").format(channels=c.stem_channels)
     unsupported = {
         distilled: isinstance(model, DistilledViT),
         mean: c.pool != "cls",
@@ -331,7 +346,9 @@ def _check_transformers_can_hold(model: nn.Module) -> None:
     problems = [name for name, present in unsupported.items() if present]
     if problems:
         raise ValueError(
-            f"transformers' ViTForImageClassification cannot hold this model: {', '.join(problems)}"
+            _("transformers' ViTForImageClassification cannot hold this model: {problems}").format(
+                problems=", ".join(problems)
+            )
         )
 
 

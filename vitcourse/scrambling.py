@@ -29,6 +29,7 @@ import functools
 
 import torch
 
+from vitcourse.language import _
 from vitcourse.patching import patchify, unpatchify
 
 SEED = 0  # the seed of the course's fixed orders: the same scramble on every machine
@@ -53,10 +54,20 @@ def scramble(
     (numbers in `patchify`'s order)."""
     patches = patchify(images, patch_size)  # (B, N, K)
     if patch_order.shape != (patches.shape[1],) or pixel_order.shape != (patches.shape[2],):
+        message = _(
+            "{shape} images in {patch_size} x {patch_size} patches need a "
+            "patch_order of {patches} and a pixel_order of {numbers}, got "
+            "{patch_order} and {pixel_order}"
+        )
         raise ValueError(
-            f"{tuple(images.shape)} images in {patch_size} x {patch_size} patches need a "
-            f"patch_order of {patches.shape[1]} and a pixel_order of {patches.shape[2]}, got "
-            f"{tuple(patch_order.shape)} and {tuple(pixel_order.shape)}"
+            message.format(
+                shape=tuple(images.shape),
+                patch_size=patch_size,
+                patches=patches.shape[1],
+                numbers=patches.shape[2],
+                patch_order=tuple(patch_order.shape),
+                pixel_order=tuple(pixel_order.shape),
+            )
         )
     moved = patches[:, patch_order][:, :, pixel_order]  # (B, N, K): the same numbers, elsewhere
     return unpatchify(moved, patch_size, images.shape[-2:])

@@ -31,6 +31,7 @@ from vitcourse.embedding import (
     resize_pos_embed,
     sincos_2d_position_embedding,
 )
+from vitcourse.language import _
 
 
 @dataclass(frozen=True)
@@ -65,33 +66,43 @@ class ViTConfig:
         # A list (from JSON or a checkpoint) becomes a tuple, so the config stays hashable.
         object.__setattr__(self, "stem_channels", tuple(self.stem_channels))
         if any(c < 1 for c in self.stem_channels):
-            raise ValueError(f"stem_channels must be positive, got {self.stem_channels}")
+            message = _("{argument} must be positive, got {value}")
+            raise ValueError(message.format(argument="stem_channels", value=self.stem_channels))
         if self.stem_stride not in (1, 2):
-            raise ValueError(f"stem_stride must be 1 or 2, got {self.stem_stride}")
+            message = _("stem_stride must be 1 or 2, got {stem_stride}")
+            raise ValueError(message.format(stem_stride=self.stem_stride))
         if self.stem_stride == 2 and not self.stem_channels:
-            raise ValueError("stem_stride=2 needs stem convolutions: set stem_channels too")
+            raise ValueError(_("stem_stride=2 needs stem convolutions: set stem_channels too"))
         if self.stem_size % self.patch_size:
-            what = "image_size" if self.stem_size == self.image_size else "the stem's output size"
-            raise ValueError(
-                f"{what} {self.stem_size} is not a multiple of patch_size {self.patch_size}"
-            )
+            if self.stem_size == self.image_size:
+                message = _("image_size {size} is not a multiple of patch_size {patch_size}")
+            else:
+                message = _(
+                    "the stem's output size {size} is not a multiple of patch_size {patch_size}"
+                )
+            raise ValueError(message.format(size=self.stem_size, patch_size=self.patch_size))
         if self.dim % self.num_heads:
-            raise ValueError(f"dim {self.dim} is not divisible by num_heads {self.num_heads}")
+            message = _("dim {dim} is not divisible by num_heads {num_heads}")
+            raise ValueError(message.format(dim=self.dim, num_heads=self.num_heads))
         if self.pool not in ("cls", "mean"):
-            raise ValueError(f"pool must be 'cls' or 'mean', got {self.pool!r}")
+            message = _("pool must be 'cls' or 'mean', got {pool}")
+            raise ValueError(message.format(pool=repr(self.pool)))
         if self.pos_embed not in ("learned", "sincos"):
-            raise ValueError(f"pos_embed must be 'learned' or 'sincos', got {self.pos_embed!r}")
+            message = _("pos_embed must be 'learned' or 'sincos', got {pos_embed}")
+            raise ValueError(message.format(pos_embed=repr(self.pos_embed)))
         if self.pos_embed == "sincos" and self.dim % 4:
-            raise ValueError(f"sincos position embeddings need dim divisible by 4, got {self.dim}")
+            message = _("sincos position embeddings need dim divisible by 4, got {dim}")
+            raise ValueError(message.format(dim=self.dim))
         if self.norm_eps <= 0:
-            raise ValueError(f"norm_eps must be positive, got {self.norm_eps}")
+            message = _("{argument} must be positive, got {value}")
+            raise ValueError(message.format(argument="norm_eps", value=self.norm_eps))
 
     @property
     def stem_size(self) -> int:
         """Side of the feature map the patches are cut from: the image, or the stem's output."""
         size = self.image_size
         if self.stem_stride == 2:
-            for _ in self.stem_channels:
+            for _width in self.stem_channels:
                 size = (size + 1) // 2  # a 3 x 3 convolution, stride 2, padding 1
         return size
 
@@ -121,10 +132,11 @@ class ViTConfig:
 def count_parameters(config: ViTConfig) -> int:
     """A pure ViT's trainable parameters, counted from its sizes (notebook 05's exercise)."""
     if config.stem_channels:
-        raise ValueError(
-            f"count_parameters counts a pure ViT; this config has a convolutional stem "
-            f"{config.stem_channels} (count a hybrid with VisionTransformer(config).num_parameters())"
+        message = _(
+            "count_parameters counts a pure ViT; this config has a convolutional stem "
+            "{stem_channels} (count a hybrid with VisionTransformer(config).num_parameters())"
         )
+        raise ValueError(message.format(stem_channels=config.stem_channels))
     D, C, P = config.dim, config.in_channels, config.patch_size
     patch_embed = P * P * C * D + D
     tokens = D + (config.num_tokens * D if config.pos_embed == "learned" else 0)  # cls + positions
@@ -202,15 +214,18 @@ class VisionTransformer(nn.Module):
         """`images` if they are (B, C, H, W) of this model's channels and size; else a clear error."""
         c = self.config
         if images.ndim != 4:
-            raise ValueError(f"expected images (B, C, H, W), got shape {tuple(images.shape)}")
+            message = _("expected images (B, C, H, W), got shape {shape}")
+            raise ValueError(message.format(shape=tuple(images.shape)))
         B, C, H, W = images.shape
         if C != c.in_channels:
-            raise ValueError(f"expected {c.in_channels} image channels, got {C}")
+            message = _("expected {expected} image channels, got {channels}")
+            raise ValueError(message.format(expected=c.in_channels, channels=C))
         if (H, W) != (c.image_size, c.image_size):
-            raise ValueError(
-                f"expected {c.image_size}x{c.image_size} images, got {H}x{W}; "
+            message = _(
+                "expected {size}x{size} images, got {height}x{width}; "
                 "to run at another resolution, call model.set_image_size(new_size) first"
             )
+            raise ValueError(message.format(size=c.image_size, height=H, width=W))
         return images
 
     def forward_features(self, x: torch.Tensor) -> torch.Tensor:
@@ -257,16 +272,18 @@ class VisionTransformer(nn.Module):
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
         """As `nn.Module.load_state_dict`, but a tensor of the wrong shape gets a clear error."""
         own = self.state_dict()
+        shapes = _("{key}: checkpoint {saved}, model {own}")
         wrong = [
-            f"{key}: checkpoint {tuple(value.shape)}, model {tuple(own[key].shape)}"
+            shapes.format(key=key, saved=tuple(value.shape), own=tuple(own[key].shape))
             for key, value in state_dict.items()
             if key in own and value.shape != own[key].shape
         ]
         if wrong:
-            raise ValueError(
-                "the weights were saved from a model of another shape (compare the configs):\n  "
-                + "\n  ".join(wrong)
+            message = _(
+                "the weights were saved from a model of another shape (compare the configs):\n"
+                "  {tensors}"
             )
+            raise ValueError(message.format(tensors="\n  ".join(wrong)))
         return super().load_state_dict(state_dict, strict=strict, assign=assign)
 
     def num_parameters(self) -> int:
@@ -281,10 +298,11 @@ def copy_encoder(model: VisionTransformer, weights: dict) -> None:
     kept = {k: v for k, v in weights.items() if not k.startswith("head")}
     missing, unexpected = model.load_state_dict(kept, strict=False)
     if unexpected or any(not k.startswith("head") for k in missing):
-        raise ValueError(
-            f"these weights do not fit the model beyond its head: missing {missing}, "
-            f"unexpected {unexpected}"
+        message = _(
+            "these weights do not fit the model beyond its head: missing {missing}, "
+            "unexpected {unexpected}"
         )
+        raise ValueError(message.format(missing=missing, unexpected=unexpected))
 
 
 # Names that lived here before the presets, DeiT's model and the converters had files of their

@@ -32,6 +32,14 @@ path = Path("runs") / "race.json"
 def race(kind):
     """Train one model for the budget."""
     raise ValueError("no such model: " + kind)
+
+
+labels = {"ViT distilled": "ViT, distilled"}  # the keys are code, the values are shown
+assert n > 0, "no images to train on"
+print_table(["model", "test acc"], rows)
+print(f"{'model':<8}")  # inside a field: code
+for row, (label, f, key) in enumerate([("first convolution", conv, "conv"), ("blocks", vit, "b")]):
+    pass
 '''
 
 
@@ -52,7 +60,15 @@ def test_a_code_cell_gives_its_comments_and_the_strings_a_learner_reads():
         ("string", "gradient norm"),
         ("string", "Train one model for the budget."),
         ("string", "no such model: "),
-    ]  # not the keys "ViT distilled", "CNN", nor "runs" or "race.json"
+        ("string", "ViT, distilled"),
+        ("comment", "the keys are code, the values are shown"),
+        ("string", "no images to train on"),
+        ("string", "model"),
+        ("string", "test acc"),
+        ("comment", "inside a field: code"),
+        ("string", "first convolution"),
+        ("string", "blocks"),
+    ]  # not the keys "ViT distilled", "CNN", nor "runs" or "race.json", nor the field's 'model'
 
 
 def test_putting_translations_back_changes_only_comments_and_string_text():

@@ -49,6 +49,7 @@ from torch import nn
 
 from vitcourse.data.datasets import DatasetInfo
 from vitcourse.data.loading import Loaders, load_dataset, make_loaders
+from vitcourse.language import _
 from vitcourse.training.loop import TrainConfig, learning_rate, make_optimizer, seed_everything
 
 
@@ -62,11 +63,11 @@ class ViTModule(lightning.LightningModule):
         config = TrainConfig(**config) if isinstance(config, dict) else config or TrainConfig()
         if config.minutes is not None:
             raise ValueError(
-                f"ViTModule has no time budget (TrainConfig(minutes={config.minutes})): its "
-                "schedule runs over steps. Give TrainConfig(epochs=...) and the same max_epochs "
-                "to lightning.Trainer; to stop on the clock as well, add lightning.Trainer("
-                f"max_time={{'minutes': {config.minutes}}}) (the learning rate then stops "
-                "before it has decayed)"
+                _("ViTModule has no time budget (TrainConfig(minutes={minutes})): its schedule "
+                  "runs over steps. Give TrainConfig(epochs=...) and the same max_epochs to "
+                  "lightning.Trainer; to stop on the clock as well, add lightning.Trainer("
+                  "max_time={{'minutes': {minutes}}}) (the learning rate then stops before it has "
+                  "decayed)").format(minutes=config.minutes)
             )
         # Lightning's checkpoints keep the config as a dict: plain types, which torch.load reads
         # safely (weights_only), as vitcourse.checkpoints keeps it.
@@ -81,7 +82,7 @@ class ViTModule(lightning.LightningModule):
                     "acc": torchmetrics.Accuracy(task="multiclass", num_classes=classes),
                 }
             )
-            for _ in range(2)
+            for _copy in range(2)
         )
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
@@ -132,9 +133,9 @@ class ViTModule(lightning.LightningModule):
         """Clip the gradient norm to `config.grad_clip` (0: no clipping), as `train_step`."""
         if gradient_clip_val is not None and gradient_clip_val != self.config.grad_clip:
             raise ValueError(
-                f"lightning.Trainer(gradient_clip_val={gradient_clip_val}) but TrainConfig("
-                f"grad_clip={self.config.grad_clip}): ViTModule clips as its TrainConfig says, "
-                "so leave gradient_clip_val out"
+                _("lightning.Trainer(gradient_clip_val={given}) but TrainConfig(grad_clip="
+                  "{clip}): ViTModule clips as its TrainConfig says, so leave gradient_clip_val "
+                  "out").format(given=gradient_clip_val, clip=self.config.grad_clip)
             )
         # The call of `train_step`, over the parameters in the model's order. (Lightning's own
         # `self.clip_gradients` goes over the optimizer's groups, decayed weights first: it sums the
@@ -149,9 +150,9 @@ class ViTModule(lightning.LightningModule):
         trainer, epochs = self.trainer, self.config.epochs
         if trainer.max_steps == -1 and trainer.max_epochs != epochs:
             raise ValueError(
-                f"TrainConfig(epochs={epochs}) but lightning.Trainer(max_epochs="
-                f"{trainer.max_epochs}): the schedule runs over the Lightning trainer's steps, "
-                f"so give it max_epochs={epochs} (or max_steps=...)"
+                _("TrainConfig(epochs={epochs}) but lightning.Trainer(max_epochs={given}): the "
+                  "schedule runs over the Lightning trainer's steps, so give it max_epochs="
+                  "{epochs} (or max_steps=...)").format(epochs=epochs, given=trainer.max_epochs)
             )
         return int(trainer.estimated_stepping_batches)
 
@@ -202,5 +203,5 @@ class CourseDataModule(lightning.LightningDataModule):
 
     def _made(self) -> Loaders:
         if self.loaders is None:
-            raise RuntimeError("call setup() first (a lightning.Trainer calls it for you)")
+            raise RuntimeError(_("call setup() first (a lightning.Trainer calls it for you)"))
         return self.loaders

@@ -31,6 +31,7 @@ from pathlib import Path
 import torch
 from matplotlib.figure import Figure
 
+from vitcourse.language import _
 from vitcourse.live import cls_attention, overlay, shown_layers
 from vitcourse.training.callbacks import Callback
 from vitcourse.training.loop import Trainer
@@ -59,11 +60,15 @@ class TensorBoardCallback(Callback):
             from torch.utils.tensorboard import SummaryWriter
         except ImportError as e:
             raise ImportError(
-                "TensorBoardCallback writes through torch.utils.tensorboard, which needs the "
-                f"tensorboard package: {INSTALL}"
+                _("TensorBoardCallback writes through torch.utils.tensorboard, which needs the "
+                  "tensorboard package: {install}").format(install=INSTALL)
             ) from e
         if every_steps < 1:
-            raise ValueError(f"every_steps must be at least 1, got {every_steps}")
+            raise ValueError(
+                _("{argument} must be at least 1, got {value}").format(
+                    argument="every_steps", value=every_steps
+                )
+            )
         self.summary_writer = SummaryWriter
         self.log_dir = Path(log_dir)
         self.images, self.pictures = images, pictures
@@ -131,8 +136,8 @@ def attention_figure(model, images: torch.Tensor, pictures: torch.Tensor | None 
     panels = cls_attention(model, images)
     B, h = panels["heads"].shape[:2]
     layers = shown_layers(panels["layers"].shape[1])
-    titles = ["image", "rollout"] + [f"last, head {i}" for i in range(h)]
-    titles += [f"layer {i + 1}" for i in layers]
+    titles = [_("image"), _("rollout")] + [_("last, head {head}").format(head=i) for i in range(h)]
+    titles += [_("layer {layer}").format(layer=i + 1) for i in layers]
     if pictures is None:
         pictures = unit_range(images)
     fig = Figure(figsize=(1.6 * len(titles), 0.3 + 1.6 * B), layout="tight")

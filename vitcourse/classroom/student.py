@@ -25,6 +25,8 @@ import json
 import re
 from pathlib import Path
 
+from vitcourse.language import _
+
 BEGIN = "### BEGIN SOLUTION"
 END = "### END SOLUTION"
 
@@ -48,9 +50,9 @@ def strip_solutions(source: str, where: str, markdown: bool = False) -> tuple[st
             opened, blocks = number, blocks + 1
             indent = line[: len(line) - len(line.lstrip())]
             if markdown:
-                out.append(indent + "YOUR ANSWER HERE")
+                out.append(indent + _("YOUR ANSWER HERE"))
             else:
-                out += [indent + "# YOUR CODE HERE", indent + "raise NotImplementedError()"]
+                out += [indent + "# " + _("YOUR CODE HERE"), indent + "raise NotImplementedError()"]
         elif marker.startswith(END):
             if opened is None:
                 raise MarkerError(f"{where}, line {number}: {END} without a {BEGIN} before it")

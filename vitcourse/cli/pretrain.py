@@ -32,6 +32,7 @@ import torch
 from vitcourse.cli.runs import RunFolder, command_line, resumed_train_config, run_length
 from vitcourse.data.loading import dataset_info, denormalize, make_loaders
 from vitcourse.environment import pick_device, quick_mode
+from vitcourse.language import _
 from vitcourse.mae import MAEConfig, MaskedAutoencoder
 from vitcourse.presets import PRESETS, preset_for
 from vitcourse.training.loop import TrainConfig
@@ -104,7 +105,11 @@ def plan(args: argparse.Namespace, argv: list[str] | None = None) -> PretrainRun
     if args.resume:
         state, settings = folder.resume(given)
         if state.get("architecture") != MaskedAutoencoder.architecture:
-            raise SystemExit(f"error: cannot resume: {folder.checkpoint} is not a pre-training run")
+            raise SystemExit(
+                _("error: cannot resume: {checkpoint} is not a pre-training run").format(
+                    checkpoint=folder.checkpoint
+                )
+            )
         config = MAEConfig(**state["model_config"])
         train_config = resumed_train_config(state, args.epochs, args.minutes)
     else:
@@ -140,8 +145,10 @@ def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # started by torchrun with several processes
         raise SystemExit(
-            "error: pre-training runs in one process; several processes (torchrun) would each "
-            "pre-train alone and write the same files. Run python -m vitcourse.pretrain instead"
+            _("error: pre-training runs in one process; several processes (torchrun) would each "
+              "pre-train alone and write the same files. Run {command} instead").format(
+                command="python -m vitcourse.pretrain"
+            )
         )
     return _pretrain(plan(args, argv))
 
@@ -151,7 +158,7 @@ def _pretrain(run: PretrainRun) -> dict:
     if not run.resume:
         run.folder.write_settings(run.settings())
     if quick_mode():
-        print("quick mode: a small subset of the data")
+        print(_("quick mode: a small subset of the data"))
     torch.manual_seed(run.train_config.seed)
     info = dataset_info(run.dataset)
     loaders = make_loaders(
@@ -184,10 +191,11 @@ def _pretrain(run: PretrainRun) -> dict:
         train_seconds=trainer.elapsed,
         val_loss=metrics["val_loss"],
     )
-    out = run.folder.path
     print(
-        f"reconstruction loss {metrics['val_loss']:.4f} on the validation images (hidden patches,"
-        f" normalised pixels); wrote {out}/ (the encoder: {run.folder.model_file})"
+        _("reconstruction loss {loss:.4f} on the validation images (hidden patches, normalised "
+          "pixels); wrote {folder}/ (the encoder: {encoder})").format(
+            loss=metrics["val_loss"], folder=run.folder.path, encoder=run.folder.model_file
+        )
     )
     return metrics
 
@@ -195,12 +203,15 @@ def _pretrain(run: PretrainRun) -> dict:
 def _describe(run: PretrainRun, model: MaskedAutoencoder, loaders, trainer) -> str:
     """The line that says what trains, on what."""
     config, e = run.model_config, run.model_config.encoder  # e: the encoder's sizes
-    return (
-        f"masked autoencoder: a ViT encoder ({e.depth} blocks, width {e.dim}, {e.grid_size}x"
-        f"{e.grid_size} patches), {model.num_parameters():,} parameters with the decoder; "
-        f"{round(100 * config.mask_ratio)}% of the patches hidden; "
-        f"{len(loaders.train.dataset):,} images, no labels; device {trainer.device}"
-    )
+    return _(
+        "masked autoencoder: a ViT encoder ({depth} blocks, width {dim}, {side}x{side} patches), "
+        "{parameters:,} parameters with the decoder; {percent}% of the patches hidden; "
+        "{images:,} images, no labels; device {device}"
+    ).format(
+        depth=e.depth, dim=e.dim, side=e.grid_size, parameters=model.num_parameters(),
+        percent=round(100 * config.mask_ratio), images=len(loaders.train.dataset),
+        device=trainer.device,
+    )  # fmt: skip
 
 
 def _draw_reconstructions(model: MaskedAutoencoder, loaders, name: str, out: Path) -> None:

@@ -27,6 +27,7 @@ from torch import nn
 from vitcourse.checkpoints import CheckpointError, load_checkpoint, save_model
 from vitcourse.data.loading import denormalize
 from vitcourse.environment import quick_mode
+from vitcourse.language import _
 from vitcourse.training.callbacks import CheckpointCallback, ProgressCallback
 from vitcourse.training.loop import TrainConfig
 
@@ -60,7 +61,7 @@ class RunFolder:
         try:
             state = load_checkpoint(self.checkpoint)
         except CheckpointError as e:
-            raise SystemExit(f"error: cannot resume: {e}") from None
+            raise SystemExit(_("error: cannot resume: {error}").format(error=e)) from None
         stored = json.loads(self.settings_file.read_text()) if self.settings_file.exists() else {}
         return state, {**given, **{name: stored[name] for name in given if name in stored}}
 
@@ -78,14 +79,15 @@ class RunFolder:
         """Load the checkpoint into `trainer`, which goes on where it stopped; returns the line
         that says so."""
         trainer.resume(self.checkpoint)
-        return (
-            f"resuming {self.checkpoint} after epoch {trainer.epoch} "
-            f"({trainer.elapsed:.0f}s trained)"
+        return _("resuming {checkpoint} after epoch {epoch} ({seconds:.0f}s trained)").format(
+            checkpoint=self.checkpoint, epoch=trainer.epoch, seconds=trainer.elapsed
         )
 
     def stopped_early(self, program: str) -> str:
         """What to type to go on after Ctrl-C."""
-        return f"stopped early; resume with: {program} --out {self.path} --resume"
+        return _("stopped early; resume with: {command}").format(
+            command=f"{program} --out {self.path} --resume"
+        )
 
     def write_results(self, metrics: dict, model: nn.Module, **info) -> None:
         """Write metrics.json and model.pt (the model alone, with the plain facts in `info`)."""

@@ -49,9 +49,10 @@ import torch
 import torch.distributed as dist
 
 from vitcourse.checkpoints import load_checkpoint
-from vitcourse.cli.train_run import CPU_BATCH, GPU_BATCH, TrainRun, plan
+from vitcourse.cli.train_run import CPU_BATCH, GPU_BATCH, TrainRun, folder_line, plan
 from vitcourse.data.folders import SIZES_THAT_WORK
 from vitcourse.environment import quick_mode
+from vitcourse.language import _
 from vitcourse.presets import PRESETS
 from vitcourse.training.distillation import DistillationTrainer
 from vitcourse.training.evaluation import evaluate
@@ -65,7 +66,9 @@ def _channels(text: str) -> tuple[int, ...]:
         return tuple(int(part) for part in text.split(","))
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"expected channel counts separated by commas, such as 16,32; got {text!r}"
+            _("expected channel counts separated by commas, such as 16,32; got {text!r}").format(
+                text=text
+            )
         ) from None
 
 
@@ -248,11 +251,11 @@ def _train(run: TrainRun) -> dict:
     if run.lead and not run.resume:
         run.folder.write_settings(run.settings())
     if quick_mode():
-        say("quick mode: a small subset of the data")
+        say(_("quick mode: a small subset of the data"))
     torch.manual_seed(run.train_config.seed)
     loaders = run.loaders()
     if run.info.folder is not None:
-        say(_folder_line(run.info))
+        say(folder_line(run.info))
     model = run.new_model()
     trainer = run.new_trainer(model, loaders)
     if run.resume:
@@ -285,11 +288,12 @@ def _train(run: TrainRun) -> dict:
     if run.teacher:
         say(_teacher_line(metrics["teacher"], trainer.elapsed))
     if run.export:
-        say(f"wrote {run.folder.export_transformers(trainer.model)} for transformers")
-    out = run.folder.path
-    say(
-        f"test accuracy {100 * test['acc']:.2f}% on {metrics['test_images']:,} images; wrote {out}/"
-    )
+        say(_("wrote {folder} for transformers").format(
+            folder=run.folder.export_transformers(trainer.model)
+        ))
+    say(_("test accuracy {percent:.2f}% on {images:,} images; wrote {folder}/").format(
+        percent=100 * test["acc"], images=metrics["test_images"], folder=run.folder.path
+    ))
     return metrics
 
 
@@ -297,43 +301,36 @@ def _describe(run: TrainRun, model: torch.nn.Module, loaders, trainer: Trainer) 
     """The line that says what trains, on what, and how."""
     config = run.model_config
     if run.model == "vit":
-        shape = f"ViT, {config.depth} blocks, width {config.dim}, "
+        shape = _("ViT, {depth} blocks, width {dim}, {side}x{side} patches")
         if config.stem_channels:
-            stem = ",".join(map(str, config.stem_channels))
-            shape += f"stem {stem} stride {config.stem_stride}, "
-        shape += f"{config.grid_size}x{config.grid_size} patches"
+            shape = _("ViT, {depth} blocks, width {dim}, stem {stem} stride {stride}, "
+                      "{side}x{side} patches")
+        stem = ",".join(map(str, config.stem_channels))
+        shape = shape.format(depth=config.depth, dim=config.dim, side=config.grid_size, stem=stem,
+                             stride=config.stem_stride)  # fmt: skip
     else:
-        shape = f"CNN, widths {config.widths}, convolutions {config.depths}"
+        shape = _("CNN, widths {widths}, convolutions {depths}").format(
+            widths=config.widths, depths=config.depths
+        )
     if run.init:
-        shape += f", starting from {run.init}" + (
-            " (frozen: the head alone trains)" if run.freeze else ""
-        )
+        start = _("{shape}, starting from {init}")
+        if run.freeze:
+            start = _("{shape}, starting from {init} (frozen: the head alone trains)")
+        shape = start.format(shape=shape, init=run.init)
     if run.teacher:
-        shape = (
-            f"DeiT {shape} with a distillation token, {run.distillation} distillation from "
-            f"{run.teacher}"
-        )
-    line = (
-        f"{shape}: {model.num_parameters():,} parameters that train; "
-        f"{len(loaders.train.dataset):,} training images; device {trainer.device}, "
-        f"{PRECISION_NAMES[trainer.amp_dtype]}, batch {run.batch_size}, "
-        f"peak lr {run.train_config.lr:.2g}"
-    )
+        shape = _("DeiT {shape} with a distillation token, {kind} distillation from "
+                  "{teacher}").format(shape=shape, kind=run.distillation, teacher=run.teacher)
+    line = _("{shape}: {parameters:,} parameters that train; {images:,} training images; device "
+             "{device}, {precision}, batch {batch}, peak lr {lr:.2g}").format(
+        shape=shape, parameters=model.num_parameters(), images=len(loaders.train.dataset),
+        device=trainer.device, precision=PRECISION_NAMES[trainer.amp_dtype], batch=run.batch_size,
+        lr=run.train_config.lr,
+    )  # fmt: skip
     if run.world_size > 1:
-        each = run.batch_size // run.world_size
-        line += f", {run.world_size} processes of {each} images a step each"
-    return line + (", compiled" if run.compile else "")
-
-
-def _folder_line(info) -> str:
-    """What was read from a folder of your own images, and how it is normalised."""
-    classes = ", ".join(info.classes[:8]) + (", ..." if info.classes[8:] else "")
-    numbers = ", ".join(f"{m:.3f}/{s:.3f}" for m, s in zip(info.mean, info.std, strict=True))
-    return (
-        f"{info.folder}: {len(info.classes)} classes ({classes}), {info.image_size} x "
-        f"{info.image_size} pixels, {info.channels} channel{'s' * (info.channels > 1)}, "
-        f"mean/std {numbers} (kept in run.json)"
-    )
+        line += _(", {processes} processes of {each} images a step each").format(
+            processes=run.world_size, each=run.batch_size // run.world_size
+        )
+    return line + (_(", compiled") if run.compile else "")
 
 
 def _metrics(run: TrainRun, trainer: Trainer, loaders, test: dict, seconds: float) -> dict:
@@ -388,11 +385,12 @@ def _teacher_facts(run: TrainRun, trainer: DistillationTrainer, loaders) -> dict
 
 def _teacher_line(teacher: dict, student_seconds: float) -> str:
     seconds = teacher["train_seconds"]
-    minutes = f"{seconds / 60:.1f} minutes" if seconds else "unknown time"
-    return (
-        f"the teacher: {100 * teacher['test_acc']:.2f}% test accuracy, trained for {minutes}; "
-        f"the student trained {student_seconds / 60:.1f} minutes"
-    )
+    minutes = _("{minutes} minutes").format(minutes=f"{seconds / 60:.1f}") if seconds else None
+    return _("the teacher: {percent:.2f}% test accuracy, trained for {time}; the student trained "
+             "{minutes:.1f} minutes").format(
+        percent=100 * teacher["test_acc"], time=minutes or _("unknown time"),
+        minutes=student_seconds / 60,
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

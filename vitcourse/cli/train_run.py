@@ -27,6 +27,7 @@ from vitcourse.data.datasets import DatasetInfo
 from vitcourse.data.folders import folder_name, is_image_folder, kept_info, kept_settings
 from vitcourse.data.loading import Loaders, dataset_info, denormalize, make_loaders
 from vitcourse.environment import pick_device
+from vitcourse.language import _
 from vitcourse.live import LivePlot
 from vitcourse.presets import preset_for
 from vitcourse.training.distillation import DistillationTrainer
@@ -198,8 +199,10 @@ def plan(
         train_config = resumed_train_config(state, args.epochs, args.minutes)
     if settings["batch_size"] % world_size:
         raise SystemExit(
-            f"error: --batch-size {settings['batch_size']} is the batch of all {world_size} "
-            f"processes together; give a multiple of {world_size}"
+            _("error: --batch-size {batch} is the batch of all {processes} processes together; "
+              "give a multiple of {processes}").format(
+                batch=settings["batch_size"], processes=world_size
+            )
         )
     paths = {n: Path(settings[n]) for n in ("init", "teacher") if settings[n] is not None}
     return TrainRun(
@@ -239,8 +242,8 @@ def _dataset(settings: dict, image_size: int | None) -> DatasetInfo:
         elif image_size is not None and not is_image_folder(dataset):
             info = dataset_info(dataset)
             raise SystemExit(
-                f"error: --image-size resizes a folder of your own images; {info.name}'s are "
-                f"{info.image_size} x {info.image_size}"
+                _("error: --image-size resizes a folder of your own images; {dataset}'s are "
+                  "{size} x {size}").format(dataset=info.name, size=info.image_size)
             )
         else:
             info = dataset_info(dataset, image_size)
@@ -251,16 +254,33 @@ def _dataset(settings: dict, image_size: int | None) -> DatasetInfo:
     return info
 
 
+def folder_line(info: DatasetInfo) -> str:
+    """What was read from a folder of your own images, and how it is normalised (the line
+    `python -m vitcourse.train` prints)."""
+    classes = ", ".join(info.classes[:8]) + (", ..." if info.classes[8:] else "")
+    numbers = ", ".join(f"{m:.3f}/{s:.3f}" for m, s in zip(info.mean, info.std, strict=True))
+    channels = _("{count} channels") if info.channels > 1 else _("{count} channel")
+    return _("{folder}: {count} classes ({classes}), {size} x {size} pixels, {channels}, mean/std "
+             "{numbers} (kept in run.json)").format(
+        folder=info.folder, count=len(info.classes), classes=classes, size=info.image_size,
+        channels=channels.format(count=info.channels), numbers=numbers,
+    )  # fmt: skip
+
+
 def _check_combinations(settings: dict) -> None:
     """Refuse options that do not go together, saying why."""
     if settings["freeze"] and not settings["init"]:
-        raise SystemExit("error: --freeze trains the head on top of --init's weights; give --init")
+        raise SystemExit(
+            _("error: --freeze trains the head on top of --init's weights; give --init")
+        )
     if settings["model"] == "cnn" and (settings["init"] or settings["teacher"]):
-        raise SystemExit("error: --init and --teacher start a ViT; --model cnn does not use them")
+        raise SystemExit(
+            _("error: --init and --teacher start a ViT; --model cnn does not use them")
+        )
     if settings["init"] and settings["teacher"]:
         raise SystemExit(
-            "error: --init and --teacher together are not supported: the distilled ViT has an "
-            "extra token the pre-trained one lacks"
+            _("error: --init and --teacher together are not supported: the distilled ViT has an "
+              "extra token the pre-trained one lacks")
         )
 
 
@@ -278,7 +298,9 @@ def _model_config(
         given = _flags(args, VIT_ONLY)
         if given:
             raise SystemExit(
-                f"error: {', '.join(given)} set the ViT; --model cnn does not use them"
+                _("error: {options} set the ViT; --model cnn does not use them").format(
+                    options=", ".join(given)
+                )
             )
         return cnn_preset_for(info)
     if settings["init"] and not args.resume:  # a resumed run's sizes come from its checkpoint
@@ -309,7 +331,9 @@ def _init_config(args: argparse.Namespace, info) -> ViTConfig:
     sizes = [flag for flag in _flags(args, VIT_ONLY) if flag not in ("--drop-path", "--pool")]
     if sizes:
         raise SystemExit(
-            f"error: --init {args.init} sets the model's sizes; drop {', '.join(sizes)}"
+            _("error: --init {path} sets the model's sizes; drop {options}").format(
+                path=args.init, options=", ".join(sizes)
+            )
         )
     try:
         state = load_checkpoint(args.init)
@@ -318,8 +342,10 @@ def _init_config(args: argparse.Namespace, info) -> ViTConfig:
     architecture = state.get("architecture", "vit")
     if architecture not in ("vit", "mae"):
         raise SystemExit(
-            f"error: --init expects a ViT or a pre-training run (vitcourse.pretrain's model.pt "
-            f"or checkpoint.pt); {args.init} holds a {architecture!r} model"
+            _("error: --init expects a ViT or a pre-training run (vitcourse.pretrain's model.pt "
+              "or checkpoint.pt); {path} holds a {architecture!r} model").format(
+                path=args.init, architecture=architecture
+            )
         )
     config = state["model_config"]
     encoder = ViTConfig(**(config["encoder"] if architecture == "mae" else config))
@@ -327,8 +353,11 @@ def _init_config(args: argparse.Namespace, info) -> ViTConfig:
     found = (encoder.in_channels, encoder.image_size, encoder.image_size)
     if wanted != found:
         raise SystemExit(
-            f"error: --init {args.init} holds a ViT for {'x'.join(map(str, found))} images "
-            f"(channels x height x width); {info.name} has {'x'.join(map(str, wanted))} images"
+            _("error: --init {path} holds a ViT for {found} images (channels x height x width); "
+              "{dataset} has {wanted} images").format(
+                path=args.init, found="x".join(map(str, found)), dataset=info.name,
+                wanted="x".join(map(str, wanted)),
+            )  # fmt: skip
         )
     changes = {"num_classes": len(info.classes)}
     changes.update({n: getattr(args, n) for n in ("drop_path", "pool") if getattr(args, n)})

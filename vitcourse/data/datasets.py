@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torchvision
 
-from vitcourse.language import _
+from vitcourse.language import N_, _
 
 
 @dataclass(frozen=True)
@@ -75,16 +75,16 @@ DATASETS: dict[str, DatasetInfo] = {
         mean=(0.2860,),
         std=(0.3530,),
         classes=(
-            "T-shirt/top",
-            "Trouser",
-            "Pullover",
-            "Dress",
-            "Coat",
-            "Sandal",
-            "Shirt",
-            "Sneaker",
-            "Bag",
-            "Ankle boot",
+            N_("T-shirt/top"),
+            N_("Trouser"),
+            N_("Pullover"),
+            N_("Dress"),
+            N_("Coat"),
+            N_("Sandal"),
+            N_("Shirt"),
+            N_("Sneaker"),
+            N_("Bag"),
+            N_("Ankle boot"),
         ),
         hflip=True,
         crop_padding=2,
@@ -118,16 +118,16 @@ DATASETS: dict[str, DatasetInfo] = {
         mean=(0.4914, 0.4822, 0.4465),
         std=(0.2470, 0.2435, 0.2616),
         classes=(
-            "airplane",
-            "automobile",
-            "bird",
-            "cat",
-            "deer",
-            "dog",
-            "frog",
-            "horse",
-            "ship",
-            "truck",
+            N_("airplane"),
+            N_("automobile"),
+            N_("bird"),
+            N_("cat"),
+            N_("deer"),
+            N_("dog"),
+            N_("frog"),
+            N_("horse"),
+            N_("ship"),
+            N_("truck"),
         ),
         hflip=True,
         crop_padding=4,
@@ -197,4 +197,6 @@ def dataset_info(name: str) -> DatasetInfo:
                 name=repr(name), names=", ".join(DATASETS)
             )
         )
-    return DATASETS[key]
+    info = DATASETS[key]  # its class names as the learner reads them (the table keeps the English)
+    classes = tuple(_(name) for name in info.classes)
+    return info if classes == info.classes else replace(info, classes=classes)

@@ -17,6 +17,8 @@ import torch.distributed as dist
 from torch import nn
 from torch.utils.data import Sampler
 
+from vitcourse.language import _
+
 # --- mixed precision -----------------------------------------------------------------------------
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
@@ -31,7 +33,10 @@ def autocast_dtype(device: torch.device, precision: str = "auto") -> torch.dtype
     18 times slower than float32 in bfloat16 and 21 times in float16 (benchmarks/precision.py).
     """
     if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+        message = _("{argument} must be one of {kinds}, got {value}")
+        raise ValueError(
+            message.format(argument="precision", kinds=PRECISIONS, value=repr(precision))
+        )
     if precision == "auto":
         if device.type != "cuda":
             return None
@@ -85,7 +90,8 @@ def init_distributed(device: str | None = None) -> tuple[int, int, str | None]:
     elif device in (None, "cpu"):
         device, backend = "cpu", "gloo"
     else:
-        raise ValueError(f"several processes train on CUDA GPUs or on the CPU, not on {device!r}")
+        message = _("several processes train on CUDA GPUs or on the CPU, not on {device}")
+        raise ValueError(message.format(device=repr(device)))
     dist.init_process_group(backend)
     return dist.get_rank(), world_size, device
 
@@ -162,11 +168,13 @@ class ShardSampler(Sampler[int]):
         generator: torch.Generator | None = None,
     ):
         if not 0 <= rank < world_size:
-            raise ValueError(f"rank must be in [0, {world_size}), got {rank}")
+            message = _("rank must be in [0, {world_size}), got {rank}")
+            raise ValueError(message.format(world_size=world_size, rank=rank))
         if shuffle and size < world_size:
-            raise ValueError(
-                f"{world_size} processes cannot share {size} training images: each needs at least one"
+            message = _(
+                "{world_size} processes cannot share {size} training images: each needs at least one"
             )
+            raise ValueError(message.format(world_size=world_size, size=size))
         self.size, self.rank, self.world_size = size, rank, world_size
         self.shuffle, self.generator = shuffle, generator
 

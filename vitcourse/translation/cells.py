@@ -5,7 +5,11 @@
 - A code cell's pieces are what a learner reads in it, never its code: each comment (a block of
   full-line comments is one piece; `### BEGIN SOLUTION` and its kin are markers, not prose), and
   each string a learner sees: one printed, drawn as a title or label, raised in an error, shown
-  as Markdown, a docstring, or a list of titles or labels. Strings the code uses as keys or names
+  as Markdown, an assertion's message, a docstring, a list of titles or labels, or the values of
+  a dict of labels (`labels = {"ViT": "ViT from scratch"}`: its keys are code's), or the labels a
+  loop takes from a list (`for label, loader in [("training images", train), ...]`: the strings
+  where the target's name says label or title). A string inside
+  an f-string's `{...}` is code, not text. Strings the code uses as keys or names
   (`"ViT distilled"` in notebook 09 is both a label and a key of the shipped results) are left.
 - A figure's alt text (the cell's `mystnb.image.alt`, which the book puts on the image).
 
@@ -25,6 +29,7 @@ from dataclasses import dataclass
 SHOWN_BY = {  # calls whose string arguments a learner reads
     "print", "display", "Markdown", "warn", "set_title", "set_xlabel", "set_ylabel", "suptitle",
     "title", "xlabel", "ylabel", "text", "annotate", "legend", "set_text", "colorbar",
+    "print_table",
 }  # fmt: skip
 SHOWN_AS = {"label", "title", "xlabel", "ylabel", "description", "help"}  # keyword arguments
 NAMED_AS_SHOWN = re.compile(r"(title|label|caption|panel)s?$")  # titles = [...] shown later
@@ -142,13 +147,35 @@ def _shown(tree: ast.AST) -> list[ast.AST]:
             shown += [_text_of(k.value) for k in node.keywords if k.arg in SHOWN_AS]
         elif isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
             shown += [_text_of(arg) for arg in node.exc.args]
+        elif isinstance(node, ast.Assert) and node.msg is not None:
+            shown.append(_text_of(node.msg))
+        elif isinstance(node, ast.For):
+            shown += _looped_labels(node.target, node.iter)
         elif isinstance(node, (ast.FunctionDef, ast.ClassDef)) and ast.get_docstring(node):
             shown.append(node.body[0].value)
         elif isinstance(node, ast.Assign) and any(
             isinstance(t, ast.Name) and NAMED_AS_SHOWN.search(t.id.lower()) for t in node.targets
         ):
-            shown.append(node.value)
+            is_dict = isinstance(node.value, ast.Dict)
+            shown += node.value.values if is_dict else [node.value]
     return [node for node in shown if node is not None]
+
+
+def _looped_labels(target: ast.AST, values: ast.AST) -> list[ast.AST]:
+    """In `for label, loader in [("a", x), ("b", y)]` (or `enumerate([...])`), the strings taken
+    by a target named like a label or a title: "a" and "b"."""
+    if isinstance(values, ast.Call) and getattr(values.func, "id", "") == "enumerate":
+        if isinstance(target, ast.Tuple) and len(target.elts) == 2 and values.args:
+            return _looped_labels(target.elts[1], values.args[0])
+        return []
+    if not isinstance(target, ast.Tuple) or not isinstance(values, (ast.List, ast.Tuple)):
+        return []
+    found = []
+    for i, name in enumerate(target.elts):
+        if isinstance(name, ast.Name) and NAMED_AS_SHOWN.search(name.id.lower()):
+            found += [row.elts[i] for row in values.elts
+                      if isinstance(row, ast.Tuple) and len(row.elts) == len(target.elts)]  # fmt: skip
+    return found
 
 
 def _text_of(node: ast.AST) -> ast.AST | None:

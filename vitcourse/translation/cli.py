@@ -20,8 +20,9 @@ import argparse
 import json
 from pathlib import Path
 
+from vitcourse import language
 from vitcourse.classroom.student import make_student_copies
-from vitcourse.language import LANGUAGES, known
+from vitcourse.language import LANGUAGES, known, speaking
 from vitcourse.translation import catalogs
 from vitcourse.translation.cells import pieces, translated
 
@@ -101,12 +102,14 @@ def edition(code: str, out: Path | None = None) -> list[Path]:
     for name, notebook in books.items():
         text = nbformat.writes(nbformat.from_dict(notebook)) + "\n"
         written.append(_write(out / "notebooks" / name, text))
-    written += list(make_student_copies(out / "notebooks", out / "student"))
     package = catalogs.read(catalogs.LOCALE / code / f"{catalogs.DOMAIN}.po", code)
     mo = catalogs.COMPILED / code / "LC_MESSAGES" / f"{catalogs.DOMAIN}.mo"
     mo.parent.mkdir(parents=True, exist_ok=True)
     if not mo.exists() or mo.read_bytes() != catalogs.compiled(package):
         mo.write_bytes(catalogs.compiled(package))
+        language.catalog.cache_clear()  # this process reads the new one
+    with speaking(code):  # the student copies' "# YOUR CODE HERE" in the edition's language
+        written += list(make_student_copies(out / "notebooks", out / "student"))
     return [*written, mo]
 
 
