@@ -119,7 +119,7 @@ def test_the_model_the_set_up_cell_and_the_datasets_speak_spanish_too(fresh, cap
     """Beyond the checks: the model's own errors, the set-up cell's report, the built-in datasets'
     class names and the notebooks' tables, in the language chosen (the English stays the code's)."""
     from vitcourse.data import dataset_info
-    from vitcourse.environment import setup
+    from vitcourse.environment import environment_report, print_report, setup
     from vitcourse.vit import ViTConfig
 
     monkeypatch.setenv("VITCOURSE_QUICK", "1")
@@ -130,6 +130,10 @@ def test_the_model_the_set_up_cell_and_the_datasets_speak_spanish_too(fresh, cap
     report = capsys.readouterr().out.splitlines()
     assert report[0] == "dónde:       esta máquina"
     assert "modo rápido: activado" in report
+    print_report(environment_report())  # notebook 00's
+    lines = capsys.readouterr().out.splitlines()
+    assert any(line.startswith("núcleos de CPU: ") for line in lines)
+    assert "modo rápido:      activado" in lines  # aligned on "carpeta de datos:"
     assert dataset_info("fashion-mnist").classes[-1] == "Botín"
     assert dataset_info("cifar10").classes[0] == "avión"
     assert dataset_info("mnist").classes[0] == "0"

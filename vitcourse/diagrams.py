@@ -117,17 +117,17 @@ def architecture_figure(config: ViTConfig, image: torch.Tensor | None = None) ->
     steps += [
         ([_("patches"), f"{N} × {P * P * C}", "N × P·P·C", pixels], "op"),
         ([_("patch embedding"), f"{N} × {D}", "N × D", _("(linear = conv; nb 02)")], "layer"),
-        ([_("+ cls + positions"), f"{T} × {D}", "T × D, T = N + 1", "(nb 02)"], "data"),
+        ([_("+ cls + positions"), f"{T} × {D}", "T × D, T = N + 1", _("(nb 02)")], "data"),
         (
             [
                 _("{depth} × block").format(depth=c.depth),
                 f"{T} × {D}",
                 _("{heads} heads, MLP {width}").format(heads=c.num_heads, width=c.mlp_dim),
-                "(nb 03-04)",
+                _("(nb 03-04)"),
             ],
             "layer",
         ),
-        ([_("LayerNorm, pool"), f"{D}", pooled, "(nb 05)"], "op"),
+        ([_("LayerNorm, pool"), f"{D}", pooled, _("(nb 05)")], "op"),
         ([_("head"), f"{c.num_classes}", _("class scores"), _("(linear)")], "layer"),
     ]
     width, gap, height = 2.3, 0.3, 1.6

@@ -101,7 +101,7 @@ def environment_report() -> dict[str, str]:
         "device": device_name,
         "cpu cores": str(os.cpu_count()),
         "torch threads": str(torch.get_num_threads()),
-        "quick mode": "on" if quick_mode() else "off",
+        "quick mode": _("on") if quick_mode() else _("off"),
         "data folder": shown_path(default_root()),
     }
 
@@ -132,35 +132,44 @@ def is_online(url: str, timeout: float = 5.0) -> bool:
 
 # --- the notebooks' set-up cell -----------------------------------------------------------------
 
-# The report's lines as `setup` prints them, in the learner's language (the report's keys stay
-# English: code and tests read them).
+# The reports' lines as `print_report` prints them, in the learner's language (the reports' keys
+# stay English: code and tests read them).
 REPORT_LABELS = {
     "where": N_("where"),
     "edition": N_("edition"),
     "device": N_("device"),
-    "torch": "torch",
     "quick mode": N_("quick mode"),
     "time": N_("time"),
     "set-up": N_("set-up"),
     "advice": N_("advice"),
+    "cpu cores": N_("cpu cores"),
+    "torch threads": N_("torch threads"),
+    "data folder": N_("data folder"),
 }
+
+
+def print_report(report: dict[str, str]) -> None:
+    """Print a report (`environment_report`'s, `prepare_environment`'s) a line a key, its labels
+    in the learner's language and aligned."""
+    labels = {key: _(REPORT_LABELS.get(key, key)) + ":" for key in report}
+    width = max(12, *(len(label) for label in labels.values()))
+    for key, value in report.items():
+        print(f"{labels[key]:<{width}} {value}")
 
 
 def setup(notebook: str | None = None, run=subprocess.run, fetch=None) -> None:
     """Get a notebook ready to run, and say where it runs: every notebook's first cell calls it
     with the notebook's name. `prepare_environment` does the work; this prints its report."""
-    for key, value in prepare_environment(notebook, run, fetch).items():
-        label = _(REPORT_LABELS.get(key, key)) + ":"
-        print(f"{label:<12} {value}")
+    print_report(prepare_environment(notebook, run, fetch))
 
 
 def edition(host: str | None) -> str:
     """Which edition of the course runs: on Colab or Kaggle, the repository and branch (or tag) the
     set-up cell installs it and its data from; elsewhere the version of this checkout."""
     if host:
-        return _("vitcourse from github.com/{repository}, {branch} (vitcourse.hosting.BRANCH)").format(
-            repository=REPOSITORY, branch=BRANCH
-        )
+        return _(
+            "vitcourse from github.com/{repository}, {branch} (vitcourse.hosting.BRANCH)"
+        ).format(repository=REPOSITORY, branch=BRANCH)
     try:
         version = importlib.metadata.version("vitcourse")
     except importlib.metadata.PackageNotFoundError:
