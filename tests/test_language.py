@@ -136,6 +136,7 @@ def test_the_model_the_set_up_cell_and_the_datasets_speak_spanish_too(fresh, cap
     assert "modo rápido:      activado" in lines  # aligned on "carpeta de datos:"
     assert dataset_info("fashion-mnist").classes[-1] == "Botín"
     assert dataset_info("cifar10").classes[0] == "avión"
+    assert dataset_info("cifar100").classes[1] == "pez de acuario"
     assert dataset_info("mnist").classes[0] == "0"
     fresh.set_language("en")
     assert dataset_info("fashion-mnist").classes[-1] == "Ankle boot"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torchvision
 
-from vitcourse.language import N_, _
+from vitcourse.language import _
 
 
 @dataclass(frozen=True)
@@ -75,16 +75,16 @@ DATASETS: dict[str, DatasetInfo] = {
         mean=(0.2860,),
         std=(0.3530,),
         classes=(
-            N_("T-shirt/top"),
-            N_("Trouser"),
-            N_("Pullover"),
-            N_("Dress"),
-            N_("Coat"),
-            N_("Sandal"),
-            N_("Shirt"),
-            N_("Sneaker"),
-            N_("Bag"),
-            N_("Ankle boot"),
+            "T-shirt/top",
+            "Trouser",
+            "Pullover",
+            "Dress",
+            "Coat",
+            "Sandal",
+            "Shirt",
+            "Sneaker",
+            "Bag",
+            "Ankle boot",
         ),
         hflip=True,
         crop_padding=2,
@@ -118,16 +118,16 @@ DATASETS: dict[str, DatasetInfo] = {
         mean=(0.4914, 0.4822, 0.4465),
         std=(0.2470, 0.2435, 0.2616),
         classes=(
-            N_("airplane"),
-            N_("automobile"),
-            N_("bird"),
-            N_("cat"),
-            N_("deer"),
-            N_("dog"),
-            N_("frog"),
-            N_("horse"),
-            N_("ship"),
-            N_("truck"),
+            "airplane",
+            "automobile",
+            "bird",
+            "cat",
+            "deer",
+            "dog",
+            "frog",
+            "horse",
+            "ship",
+            "truck",
         ),
         hflip=True,
         crop_padding=4,
@@ -197,6 +197,8 @@ def dataset_info(name: str) -> DatasetInfo:
                 name=repr(name), names=", ".join(DATASETS)
             )
         )
-    info = DATASETS[key]  # its class names as the learner reads them (the table keeps the English)
+    # Its class names as the learner reads them (the table keeps the English; the catalogs take
+    # every class name of the table: vitcourse.translation.catalogs.package_template).
+    info = DATASETS[key]
     classes = tuple(_(name) for name in info.classes)
     return info if classes == info.classes else replace(info, classes=classes)

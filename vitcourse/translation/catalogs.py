@@ -86,7 +86,20 @@ def package_template():
                             auto_comments=comments)  # fmt: skip
             elif (where, None) not in existing.locations:
                 existing.locations.append((where, None))
+    for message in _class_names():
+        if catalog.get(message) is None:
+            about = "A class name of a built-in dataset: short, it titles images."
+            catalog.add(message, locations=[("vitcourse/data/datasets.py", None)],
+                        auto_comments=[about])  # fmt: skip
     return catalog
+
+
+def _class_names() -> list[str]:
+    """The built-in datasets' class names (`dataset_info` shows them translated), digits aside."""
+    from vitcourse.data.datasets import DATASETS
+
+    names = {name for info in DATASETS.values() for name in info.classes}
+    return sorted(name for name in names if not name.isdigit())
 
 
 def templates(notebooks: list[Path]) -> dict[str, object]:
