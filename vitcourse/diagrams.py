@@ -54,8 +54,11 @@ def _box(
 def _fit(ax, text, width: float, margin: float = 3.0) -> None:
     """Shrink `text` until it fits a box `width` wide (in data units) with `margin` pixels each
     side: the boxes are sized for the English, and another language's words may run longer."""
+    get_renderer = getattr(ax.figure.canvas, "get_renderer", None)
+    if get_renderer is None:  # a canvas that does not measure text (not Agg's): leave the size
+        return
     ax.apply_aspect()  # the axes' final place, which an equal aspect moves
-    renderer = ax.figure.canvas.get_renderer()
+    renderer = get_renderer()
     room = ax.transData.transform((width, 0))[0] - ax.transData.transform((0, 0))[0] - 2 * margin
     while text.get_window_extent(renderer).width > room and text.get_fontsize() > 6:
         text.set_fontsize(text.get_fontsize() - 0.5)
