@@ -26,6 +26,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from vitcourse.data.loading import dataset_info, denormalize, load_dataset  # noqa: E402
 from vitcourse.diagrams import model_map_figure  # noqa: E402
+from vitcourse.language import speaking  # noqa: E402
 from vitcourse.presets import preset_for  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -42,14 +43,16 @@ FROM_NOTEBOOKS = {
 }
 
 
-def model_map(out: Path) -> Path:
-    """The map of the course (notebooks 00 and 01): the whole ViT, one notebook a step."""
+def model_map(out: Path, language: str = "en") -> Path:
+    """The map of the course (notebooks 00 and 01): the whole ViT, one notebook a step, in the
+    language asked for (README.es.md shows the Spanish one, model_map.es.png)."""
     dataset = "fashion-mnist"
     image, label = load_dataset(dataset, train=False)[0]
-    fig = model_map_figure(
-        preset_for(dataset), denormalize(image, dataset), dataset_info(dataset).classes[label]
-    )
-    path = out / "model_map.png"
+    with speaking(language):
+        fig = model_map_figure(
+            preset_for(dataset), denormalize(image, dataset), dataset_info(dataset).classes[label]
+        )
+    path = out / ("model_map.png" if language == "en" else f"model_map.{language}.png")
     fig.savefig(path, dpi=72, bbox_inches="tight")
     plt.close(fig)
     return path
@@ -88,7 +91,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="notebooks in quick mode (a test)")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    made = [model_map(args.out)]
+    made = [model_map(args.out), model_map(args.out, "es")]
     runs: dict[str, dict] = {}
     for name, (notebook, cell_id) in FROM_NOTEBOOKS.items():
         if notebook not in runs:
