@@ -80,7 +80,7 @@ def exercise_cells(cell: dict, where: str) -> list[dict]:
     page folds under "Show the solution" (MyST-NB's hide-input tag): a reader tries first. The
     exercise takes the cell's slide; the solution's code is left out of the deck (book/decks.py)."""
     source = "".join(cell["source"])
-    exercise, _ = strip_solutions(source, where)
+    exercise, _ = strip_solutions(source, where, language=LANGUAGE)
     shown = {
         "cell_type": "markdown",
         "metadata": slide_mark(cell),

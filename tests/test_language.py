@@ -148,3 +148,12 @@ def test_the_spanish_student_copies_say_where_to_write_in_spanish():
     copy = (ROOT / "es" / "student" / "01_patches.ipynb").read_text()
     assert "# TU CÓDIGO AQUÍ" in copy and "YOUR CODE HERE" not in copy
     assert "# YOUR CODE HERE" in (ROOT / "student" / "01_patches.ipynb").read_text()
+
+
+def test_what_a_file_keeps_is_the_tables_english_class_names(fresh):
+    """metrics.json's per-class scores are keyed by `table_classes`: English in any language."""
+    from vitcourse.data.datasets import dataset_info, table_classes
+
+    with fresh.speaking("es"):
+        info = dataset_info("fashion-mnist-scrambled")
+        assert info.classes[-1] == "Botín" and table_classes(info)[-1] == "Ankle boot"

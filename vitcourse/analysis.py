@@ -66,8 +66,10 @@ def mean_attention_distance(maps: torch.Tensor, grid_size: int, token_pixels: in
     N = grid_size * grid_size
     if maps.shape[-1] != N + 1:
         raise ValueError(
-            _("maps have {tokens} tokens, but a {side}x{side} grid has {patches} patches plus the "
-              "cls token").format(tokens=maps.shape[-1], side=grid_size, patches=N)
+            _(
+                "maps have {tokens} tokens, but a {side}x{side} grid has {patches} patches plus the "
+                "cls token"
+            ).format(tokens=maps.shape[-1], side=grid_size, patches=N)
         )
     distance = _patch_distances(grid_size, token_pixels).to(maps)  # (N, N) pixels
     weights = maps[..., 1:, 1:]  # patch queries attending to patch keys: (L, B, h, N, N)
@@ -127,9 +129,11 @@ def patch_embedding_filters(model, k: int = 16) -> torch.Tensor:
     """
     if getattr(model.config, "stem_channels", ()):
         raise ValueError(
-            _("this is a hybrid ViT: its patch embedding reads the convolution stem's {channels} "
-              "feature maps, not pixels, so its filters are not images; expected a ViT without "
-              "{option}").format(channels=model.config.stem_channels[-1], option="stem_channels")
+            _(
+                "this is a hybrid ViT: its patch embedding reads the convolution stem's {channels} "
+                "feature maps, not pixels, so its filters are not images; expected a ViT without "
+                "{option}"
+            ).format(channels=model.config.stem_channels[-1], option="stem_channels")
         )
     weight = model.patch_embed.proj.weight.detach().float()  # (D, C, P, P)
     D, C, P, _width = weight.shape

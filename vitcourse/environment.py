@@ -152,7 +152,7 @@ def print_report(report: dict[str, str]) -> None:
     """Print a report (`environment_report`'s, `prepare_environment`'s) a line a key, its labels
     in the learner's language and aligned."""
     labels = {key: _(REPORT_LABELS.get(key, key)) + ":" for key in report}
-    width = max(12, *(len(label) for label in labels.values()))
+    width = max([12, *(len(label) for label in labels.values())])
     for key, value in report.items():
         print(f"{labels[key]:<{width}} {value}")
 

@@ -83,20 +83,30 @@ def language() -> str:
 
 @cache
 def catalog(code: str) -> gettext.NullTranslations:
-    """The compiled catalog of language `code` (none for English, the language of the code)."""
+    """The compiled catalog of language `code` (none for English, the language of the code), read
+    from its file (not through `gettext.translation`, which keeps its own copy of a file once
+    read: `catalog.cache_clear()` then reads a catalog written since)."""
     if code == "en":
         return gettext.NullTranslations()
+    path = LOCALE / code / "LC_MESSAGES" / f"{DOMAIN}.mo"
     try:
-        return gettext.translation(DOMAIN, LOCALE, languages=[code])
+        with path.open("rb") as file:
+            return gettext.GNUTranslations(file)
     except FileNotFoundError as error:
         raise FileNotFoundError(
             f"no catalog for {code!r} in {LOCALE}: run python -m vitcourse.translate {code}"
         ) from error
 
 
+def in_language(code: str, message: str) -> str:
+    """`message` in language `code`, whatever the language chosen (the English where the
+    catalog has no translation)."""
+    return catalog(known(code)).gettext(message) if message else message
+
+
 def _(message: str) -> str:
     """`message` in the language chosen (the English where its catalog has no translation)."""
-    return catalog(language()).gettext(message) if message else message
+    return in_language(language(), message)
 
 
 def N_(message: str) -> str:  # noqa: N802 (gettext's name for it)

@@ -66,6 +66,18 @@ def test_solution_is_replaced_at_its_indentation():
     compile(source, "exercise", "exec")  # still valid Python
 
 
+def test_the_stub_speaks_the_notebooks_language_not_the_learners(monkeypatch):
+    """A Spanish notebook (metadata vitcourse.language: es) gets the Spanish stub; an English one
+    the English stub, whatever VITCOURSE_LANG says in the process that writes the copies."""
+    monkeypatch.setenv("VITCOURSE_LANG", "es")
+    teacher = notebook(EXERCISE, "patchify = check_patchify(patchify)")
+    english, _ = student_notebook(teacher, "01.ipynb")
+    assert "    # YOUR CODE HERE" in english["cells"][0]["source"]
+    teacher["metadata"]["vitcourse"] = {"language": "es"}
+    spanish, _ = student_notebook(teacher, "01.ipynb")
+    assert "    # TU CÓDIGO AQUÍ" in spanish["cells"][0]["source"]
+
+
 def test_student_notebook_clears_outputs_and_keeps_the_rest():
     teacher = notebook(EXERCISE, "patchify = check_patchify(patchify)")
     copy, exercises = student_notebook(teacher, "01.ipynb")

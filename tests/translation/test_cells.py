@@ -38,6 +38,7 @@ labels = {"ViT distilled": "ViT, distilled"}  # the keys are code, the values ar
 assert n > 0, "no images to train on"
 print_table(["model", "test acc"], rows)
 print(f"{'model':<8}")  # inside a field: code
+print(f"{f'{n}x{n}':>7} done")  # an f-string inside a field, too (Python 3.12 tokenizes it)
 for row, (label, f, key) in enumerate([("first convolution", conv, "conv"), ("blocks", vit, "b")]):
     pass
 '''
@@ -66,6 +67,8 @@ def test_a_code_cell_gives_its_comments_and_the_strings_a_learner_reads():
         ("string", "model"),
         ("string", "test acc"),
         ("comment", "inside a field: code"),
+        ("string", "{f'{n}x{n}':>7} done"),
+        ("comment", "an f-string inside a field, too (Python 3.12 tokenizes it)"),
         ("string", "first convolution"),
         ("string", "blocks"),
     ]  # not the keys "ViT distilled", "CNN", nor "runs" or "race.json", nor the field's 'model'
@@ -77,6 +80,7 @@ def test_putting_translations_back_changes_only_comments_and_string_text():
         "de tres líneas\nque es una pieza.",
         "{kind:<17} reached {acc:.1%} after {n} passes": "{kind:<17} llegó a {acc:.1%} tras {n}",
         "the image": "la imagen",
+        "{f'{n}x{n}':>7} done": "{f'{n}x{n}':>7} hecho",
     }
     new = translated(cell(CODE), lambda p: spanish.get(p.text, p.text.upper()))["source"]
     assert "# La carrera, en un comentario\n# de tres líneas\n# que es una pieza.\n" in new

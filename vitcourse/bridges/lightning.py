@@ -63,11 +63,13 @@ class ViTModule(lightning.LightningModule):
         config = TrainConfig(**config) if isinstance(config, dict) else config or TrainConfig()
         if config.minutes is not None:
             raise ValueError(
-                _("ViTModule has no time budget (TrainConfig(minutes={minutes})): its schedule "
-                  "runs over steps. Give TrainConfig(epochs=...) and the same max_epochs to "
-                  "lightning.Trainer; to stop on the clock as well, add lightning.Trainer("
-                  "max_time={{'minutes': {minutes}}}) (the learning rate then stops before it has "
-                  "decayed)").format(minutes=config.minutes)
+                _(
+                    "ViTModule has no time budget (TrainConfig(minutes={minutes})): its schedule "
+                    "runs over steps. Give TrainConfig(epochs=...) and the same max_epochs to "
+                    "lightning.Trainer; to stop on the clock as well, add lightning.Trainer("
+                    "max_time={{'minutes': {minutes}}}) (the learning rate then stops before it has "
+                    "decayed)"
+                ).format(minutes=config.minutes)
             )
         # Lightning's checkpoints keep the config as a dict: plain types, which torch.load reads
         # safely (weights_only), as vitcourse.checkpoints keeps it.
@@ -133,9 +135,11 @@ class ViTModule(lightning.LightningModule):
         """Clip the gradient norm to `config.grad_clip` (0: no clipping), as `train_step`."""
         if gradient_clip_val is not None and gradient_clip_val != self.config.grad_clip:
             raise ValueError(
-                _("lightning.Trainer(gradient_clip_val={given}) but TrainConfig(grad_clip="
-                  "{clip}): ViTModule clips as its TrainConfig says, so leave gradient_clip_val "
-                  "out").format(given=gradient_clip_val, clip=self.config.grad_clip)
+                _(
+                    "lightning.Trainer(gradient_clip_val={given}) but TrainConfig(grad_clip="
+                    "{clip}): ViTModule clips as its TrainConfig says, so leave gradient_clip_val "
+                    "out"
+                ).format(given=gradient_clip_val, clip=self.config.grad_clip)
             )
         # The call of `train_step`, over the parameters in the model's order. (Lightning's own
         # `self.clip_gradients` goes over the optimizer's groups, decayed weights first: it sums the
@@ -150,9 +154,11 @@ class ViTModule(lightning.LightningModule):
         trainer, epochs = self.trainer, self.config.epochs
         if trainer.max_steps == -1 and trainer.max_epochs != epochs:
             raise ValueError(
-                _("TrainConfig(epochs={epochs}) but lightning.Trainer(max_epochs={given}): the "
-                  "schedule runs over the Lightning trainer's steps, so give it max_epochs="
-                  "{epochs} (or max_steps=...)").format(epochs=epochs, given=trainer.max_epochs)
+                _(
+                    "TrainConfig(epochs={epochs}) but lightning.Trainer(max_epochs={given}): the "
+                    "schedule runs over the Lightning trainer's steps, so give it max_epochs="
+                    "{epochs} (or max_steps=...)"
+                ).format(epochs=epochs, given=trainer.max_epochs)
             )
         return int(trainer.estimated_stepping_batches)
 

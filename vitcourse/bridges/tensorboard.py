@@ -60,8 +60,10 @@ class TensorBoardCallback(Callback):
             from torch.utils.tensorboard import SummaryWriter
         except ImportError as e:
             raise ImportError(
-                _("TensorBoardCallback writes through torch.utils.tensorboard, which needs the "
-                  "tensorboard package: {install}").format(install=INSTALL)
+                _(
+                    "TensorBoardCallback writes through torch.utils.tensorboard, which needs the "
+                    "tensorboard package: {install}"
+                ).format(install=INSTALL)
             ) from e
         if every_steps < 1:
             raise ValueError(

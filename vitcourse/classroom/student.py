@@ -25,18 +25,25 @@ import json
 import re
 from pathlib import Path
 
-from vitcourse.language import _
+from vitcourse.language import N_, in_language
 
 BEGIN = "### BEGIN SOLUTION"
 END = "### END SOLUTION"
+# What a student copy puts where a solution was, in the notebook's language (its metadata's
+# `vitcourse.language`, which the Spanish notebooks carry; English otherwise).
+CODE_HERE = N_("YOUR CODE HERE")
+ANSWER_HERE = N_("YOUR ANSWER HERE")
 
 
 class MarkerError(ValueError):
     """Solution markers that do not pair up."""
 
 
-def strip_solutions(source: str, where: str, markdown: bool = False) -> tuple[str, int]:
-    """Replace each solution block in one cell's source; returns (new source, blocks replaced)."""
+def strip_solutions(
+    source: str, where: str, markdown: bool = False, language: str = "en"
+) -> tuple[str, int]:
+    """Replace each solution block in one cell's source; returns (new source, blocks replaced).
+    The stub is written in `language` (a notebook of the Spanish edition: "es")."""
     out: list[str] = []
     opened = None  # line number of the BEGIN marker we are inside, if any
     blocks = 0
@@ -50,9 +57,10 @@ def strip_solutions(source: str, where: str, markdown: bool = False) -> tuple[st
             opened, blocks = number, blocks + 1
             indent = line[: len(line) - len(line.lstrip())]
             if markdown:
-                out.append(indent + _("YOUR ANSWER HERE"))
+                out.append(indent + in_language(language, ANSWER_HERE))
             else:
-                out += [indent + "# " + _("YOUR CODE HERE"), indent + "raise NotImplementedError()"]
+                stub = "# " + in_language(language, CODE_HERE)
+                out += [indent + stub, indent + "raise NotImplementedError()"]
         elif marker.startswith(END):
             if opened is None:
                 raise MarkerError(f"{where}, line {number}: {END} without a {BEGIN} before it")
@@ -94,16 +102,17 @@ def student_notebook(notebook: dict, name: str, keep_solutions: bool = False) ->
     `keep_solutions`: only add nbgrader's metadata and clear outputs (nbgrader's source version).
     """
     copy = json.loads(json.dumps(notebook))  # a deep copy; the teacher's stays untouched
+    language = copy["metadata"].get("vitcourse", {}).get("language", "en")
     exercises = 0
     for index, cell in enumerate(copy["cells"]):
         source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
         where = f"{name}, cell {index}"
         original = source
         if cell["cell_type"] == "code":
-            source, blocks = strip_solutions(source, where)
+            source, blocks = strip_solutions(source, where, language=language)
             cell["outputs"], cell["execution_count"] = [], None
         elif cell["cell_type"] == "markdown":
-            source, blocks = strip_solutions(source, where, markdown=True)
+            source, blocks = strip_solutions(source, where, markdown=True, language=language)
         else:
             blocks = 0
         metadata = nbgrader_metadata(original, blocks > 0, index)

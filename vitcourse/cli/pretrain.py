@@ -145,10 +145,10 @@ def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # started by torchrun with several processes
         raise SystemExit(
-            _("error: pre-training runs in one process; several processes (torchrun) would each "
-              "pre-train alone and write the same files. Run {command} instead").format(
-                command="python -m vitcourse.pretrain"
-            )
+            _(
+                "error: pre-training runs in one process; several processes (torchrun) would each "
+                "pre-train alone and write the same files. Run {command} instead"
+            ).format(command="python -m vitcourse.pretrain")
         )
     return _pretrain(plan(args, argv))
 
@@ -192,10 +192,10 @@ def _pretrain(run: PretrainRun) -> dict:
         val_loss=metrics["val_loss"],
     )
     print(
-        _("reconstruction loss {loss:.4f} on the validation images (hidden patches, normalised "
-          "pixels); wrote {folder}/ (the encoder: {encoder})").format(
-            loss=metrics["val_loss"], folder=run.folder.path, encoder=run.folder.model_file
-        )
+        _(
+            "reconstruction loss {loss:.4f} on the validation images (hidden patches, normalised "
+            "pixels); wrote {folder}/ (the encoder: {encoder})"
+        ).format(loss=metrics["val_loss"], folder=run.folder.path, encoder=run.folder.model_file)
     )
     return metrics
 

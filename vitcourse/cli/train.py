@@ -50,6 +50,7 @@ import torch.distributed as dist
 
 from vitcourse.checkpoints import load_checkpoint
 from vitcourse.cli.train_run import CPU_BATCH, GPU_BATCH, TrainRun, folder_line, plan
+from vitcourse.data.datasets import table_classes
 from vitcourse.data.folders import SIZES_THAT_WORK
 from vitcourse.environment import quick_mode
 from vitcourse.language import _
@@ -361,7 +362,7 @@ def _metrics(run: TrainRun, trainer: Trainer, loaders, test: dict, seconds: floa
                 "recall": test["recall"][i].item(),
                 "f1": test["f1"][i].item(),
             }
-            for i, name in enumerate(loaders.info.classes)
+            for i, name in enumerate(table_classes(loaders.info))  # English, in any language
         },
         "confusion": test["confusion"].tolist(),
         "interrupted": trainer.interrupted,

@@ -199,10 +199,10 @@ def plan(
         train_config = resumed_train_config(state, args.epochs, args.minutes)
     if settings["batch_size"] % world_size:
         raise SystemExit(
-            _("error: --batch-size {batch} is the batch of all {processes} processes together; "
-              "give a multiple of {processes}").format(
-                batch=settings["batch_size"], processes=world_size
-            )
+            _(
+                "error: --batch-size {batch} is the batch of all {processes} processes together; "
+                "give a multiple of {processes}"
+            ).format(batch=settings["batch_size"], processes=world_size)
         )
     paths = {n: Path(settings[n]) for n in ("init", "teacher") if settings[n] is not None}
     return TrainRun(
@@ -242,8 +242,10 @@ def _dataset(settings: dict, image_size: int | None) -> DatasetInfo:
         elif image_size is not None and not is_image_folder(dataset):
             info = dataset_info(dataset)
             raise SystemExit(
-                _("error: --image-size resizes a folder of your own images; {dataset}'s are "
-                  "{size} x {size}").format(dataset=info.name, size=info.image_size)
+                _(
+                    "error: --image-size resizes a folder of your own images; {dataset}'s are "
+                    "{size} x {size}"
+                ).format(dataset=info.name, size=info.image_size)
             )
         else:
             info = dataset_info(dataset, image_size)
@@ -279,8 +281,10 @@ def _check_combinations(settings: dict) -> None:
         )
     if settings["init"] and settings["teacher"]:
         raise SystemExit(
-            _("error: --init and --teacher together are not supported: the distilled ViT has an "
-              "extra token the pre-trained one lacks")
+            _(
+                "error: --init and --teacher together are not supported: the distilled ViT has an "
+                "extra token the pre-trained one lacks"
+            )
         )
 
 
@@ -342,10 +346,10 @@ def _init_config(args: argparse.Namespace, info) -> ViTConfig:
     architecture = state.get("architecture", "vit")
     if architecture not in ("vit", "mae"):
         raise SystemExit(
-            _("error: --init expects a ViT or a pre-training run (vitcourse.pretrain's model.pt "
-              "or checkpoint.pt); {path} holds a {architecture!r} model").format(
-                path=args.init, architecture=architecture
-            )
+            _(
+                "error: --init expects a ViT or a pre-training run (vitcourse.pretrain's model.pt "
+                "or checkpoint.pt); {path} holds a {architecture!r} model"
+            ).format(path=args.init, architecture=architecture)
         )
     config = state["model_config"]
     encoder = ViTConfig(**(config["encoder"] if architecture == "mae" else config))
@@ -353,9 +357,13 @@ def _init_config(args: argparse.Namespace, info) -> ViTConfig:
     found = (encoder.in_channels, encoder.image_size, encoder.image_size)
     if wanted != found:
         raise SystemExit(
-            _("error: --init {path} holds a ViT for {found} images (channels x height x width); "
-              "{dataset} has {wanted} images").format(
-                path=args.init, found="x".join(map(str, found)), dataset=info.name,
+            _(
+                "error: --init {path} holds a ViT for {found} images (channels x height x width); "
+                "{dataset} has {wanted} images"
+            ).format(
+                path=args.init,
+                found="x".join(map(str, found)),
+                dataset=info.name,
                 wanted="x".join(map(str, wanted)),
             )  # fmt: skip
         )

@@ -202,3 +202,10 @@ def dataset_info(name: str) -> DatasetInfo:
     info = DATASETS[key]
     classes = tuple(_(name) for name in info.classes)
     return info if classes == info.classes else replace(info, classes=classes)
+
+
+def table_classes(info: DatasetInfo) -> tuple[str, ...]:
+    """`info`'s class names as the table writes them, in English whatever the language: what a
+    file keeps (`dataset_info` gives them in the learner's language); a folder's are its folders'."""
+    table = DATASETS.get(table_key(info.name))
+    return table.classes if info.folder is None and table is not None else info.classes

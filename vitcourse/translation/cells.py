@@ -202,19 +202,20 @@ def _span(node: ast.AST, source: str) -> tuple[tuple[int, int], tuple[int, int]]
 
 
 def _string_tokens(source: str) -> list[tuple[tuple[int, int], tuple[int, int], str]]:
-    """Each string literal's start, end and source text (an f-string in one piece on Python
-    3.12+ too, whose tokenizer cuts it up)."""
-    found, opened = [], None
+    """Each string literal's start, end and source text: an f-string in one piece, what its
+    `{...}` fields hold included (Python 3.12+'s tokenizer cuts an f-string up, and gives the
+    strings inside its fields as tokens of their own: they are code, as on 3.11)."""
+    found, opened, depth = [], None, 0
     for token in _tokens(source):
         kind = tokenize.tok_name[token.type]
-        if kind == "STRING":
+        if kind == "STRING" and depth == 0:
             found.append((token.start, token.end, token.string))
-        elif kind == "FSTRING_START" and opened is None:
-            opened = token.start
-        elif kind == "FSTRING_END" and opened is not None:
-            text = _cut(source, opened, token.end)
-            found.append((opened, token.end, text))
-            opened = None
+        elif kind == "FSTRING_START":
+            opened, depth = (token.start if depth == 0 else opened), depth + 1
+        elif kind == "FSTRING_END":
+            depth -= 1
+            if depth == 0:
+                found.append((opened, token.end, _cut(source, opened, token.end)))
     return found
 
 

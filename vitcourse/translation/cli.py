@@ -22,7 +22,7 @@ from pathlib import Path
 
 from vitcourse import language
 from vitcourse.classroom.student import make_student_copies
-from vitcourse.language import LANGUAGES, known, speaking
+from vitcourse.language import LANGUAGES, known
 from vitcourse.translation import catalogs
 from vitcourse.translation.cells import pieces, translated
 
@@ -108,8 +108,8 @@ def edition(code: str, out: Path | None = None) -> list[Path]:
     if not mo.exists() or mo.read_bytes() != catalogs.compiled(package):
         mo.write_bytes(catalogs.compiled(package))
         language.catalog.cache_clear()  # this process reads the new one
-    with speaking(code):  # the student copies' "# YOUR CODE HERE" in the edition's language
-        written += list(make_student_copies(out / "notebooks", out / "student"))
+    # the student copies' "# YOUR CODE HERE" in the notebooks' language (their metadata's)
+    written += list(make_student_copies(out / "notebooks", out / "student"))
     return [*written, mo]
 
 
