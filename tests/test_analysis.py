@@ -201,8 +201,15 @@ def test_equivariance_error_tells_a_convolution_from_a_position_pattern():
         assert equivariance_error(conv, image, shift=3, border=4) < 1e-6  # a convolution
         pattern = torch.randn(1, 3, 12, 16)
         assert equivariance_error(lambda x: conv(x) + pattern, image, 3, 4) > 0.1  # positions
-    with pytest.raises(ValueError, match="border must be between 1 and 7, got 8"):
+        # border 0 keeps every column: a circular convolution is equivariant to a wrapped shift
+        # there too, and a zero-padded one is not (the wrapped edge meets its padding)
+        circular = torch.nn.Conv2d(1, 3, 3, padding=1, padding_mode="circular")
+        assert equivariance_error(circular, image, 3, border=0) < 1e-6
+        assert equivariance_error(conv, image, 3, border=0) > 1e-3
+    with pytest.raises(ValueError, match="border must be between 0 and 7, got 8"):
         equivariance_error(conv, image, 3, 8)
+    with pytest.raises(ValueError, match="border must be between 0 and 7, got -1"):
+        equivariance_error(conv, image, 3, -1)
 
 
 def _tiny_vit(**changes):

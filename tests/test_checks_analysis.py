@@ -65,7 +65,8 @@ def _equivariance(
         b = features(torch.roll(image, shift, dims=dims))
         whole = {"a": a, "b": b}[by]
         if border:
-            a, b = a[..., border_columns:-border_columns], b[..., border_columns:-border_columns]
+            end = a.shape[-1] - border_columns
+            a, b = a[..., border_columns:end], b[..., border_columns:end]
         error = (a - b).norm()
         below = whole if whole_denominator else {"a": a, "b": b}[by]
         return (error / below.norm() if relative else error).item()

@@ -154,18 +154,20 @@ def equivariance_error(
 
     Shift the image `shift` pixels to the right and compute its features, then compute the
     features first and shift *them*: for an equivariant layer (a convolution) the two agree. The
-    difference is measured away from `border` columns at each side, where `torch.roll` wraps
-    pixels round, relative to the size of the features. `features` must keep the image's width.
+    difference is measured away from `border` columns at each side (0: every column), where
+    `torch.roll` wraps pixels round, relative to the size of the features. `features` must keep
+    the image's width (a convolution with padding does, and `token_map`).
     """
-    if border < 1 or 2 * border >= image.shape[-1]:
+    width = image.shape[-1]
+    if border < 0 or 2 * border >= width:
         raise ValueError(
-            _("border must be between 1 and {most}, got {border}").format(
-                most=image.shape[-1] // 2 - 1, border=border
+            _("border must be between 0 and {most}, got {border}").format(
+                most=(width - 1) // 2, border=border
             )
         )
     then_shift = torch.roll(features(image), shifts=shift, dims=-1)  # features, then shift
     shift_first = features(torch.roll(image, shifts=shift, dims=-1))  # shift, then features
-    inner = (..., slice(border, -border))  # columns away from the wrapped-round edges
+    inner = (..., slice(border, width - border))  # columns away from the wrapped-round edges
     difference = (then_shift - shift_first)[inner].norm() / then_shift[inner].norm()
     return difference.item()
 

@@ -28,8 +28,7 @@ reference, so the rest of the notebook runs.
 
 import importlib
 
-from vitcourse.checks.harness import CheckFailed
-from vitcourse.checks.hints import Hint
+from vitcourse.checks.harness import CheckFailed, Hint
 from vitcourse.checks.registry import (
     CHECK_MODULES,
     Exercise,

@@ -10,8 +10,7 @@ from torch import nn
 
 from vitcourse import analysis
 from vitcourse.checks.answers import type_name
-from vitcourse.checks.harness import compare, fail, randomized, seeded
-from vitcourse.checks.hints import Hint
+from vitcourse.checks.harness import Hint, compare, fail, randomized, seeded
 from vitcourse.checks.registry import exercise
 from vitcourse.language import N_, _
 
@@ -37,6 +36,13 @@ class check_attention_rollout:
 
     called = N_("maps (3, 2, 2, 5, 5): 3 layers, B = 2, 2 heads, T = 5")
     more = _ROLLOUT_MORE
+    worked = N_(
+        "one layer, one image, one head, T = 2, whose attention is [[0, 1], [1, 0]] (each token "
+        "looks only at the other). Plus the identity: [[1, 1], [1, 1]]; each row divided by its "
+        "sum: [[0.5, 0.5], [0.5, 0.5]]: that is the rollout, shape (1, 2, 2). With two such "
+        "layers it is [[0.5, 0.5], [0.5, 0.5]] times itself, the same matrix. Run yours on "
+        "torch.tensor([[0., 1.], [1., 0.]]).reshape(1, 1, 1, 2, 2) and compare."
+    )
 
     @staticmethod
     def inputs(seed: int) -> dict:
@@ -131,21 +137,87 @@ _EQUIVARIANCE_GENERIC = Hint(
         "of the shifted features."
     ),
 )
+# (shift, border) of the check's three calls: border 0 keeps every column.
+_SHIFTS = ((3, 2), (1, 0), (-2, 3))
+
+
+def _equivariance_mistakes(features, image, shift: int, border: int) -> list:
+    """equivariance_error's classic slips for one call, each with the number it would give."""
+    W = image.shape[-1]
+    inner = (..., slice(border, W - border))
+    f_then_s = torch.roll(features(image), shift, dims=-1)
+    s_then_f = features(torch.roll(image, shift, dims=-1))
+
+    def relative(a, b, part=inner):
+        return ((a - b)[part].norm() / a[part].norm()).reshape(1)
+
+    return [
+        (
+            N_(
+                "shift the features too: compare the features of the shifted image with "
+                "the image's features shifted afterwards, by the same amount."
+            ),
+            lambda: relative(features(image), s_then_f),
+        ),
+        (
+            N_("shift along the width, the last axis (dims=-1), not the height."),
+            lambda: relative(
+                torch.roll(features(image), shift, dims=-2),
+                features(torch.roll(image, shift, dims=-2)),
+            ),
+        ),
+        (
+            N_(
+                "leave out `border` columns at each side: torch.roll wraps pixels round, "
+                "and the wrapped edge is not a real shift."
+            ),
+            lambda: relative(f_then_s, s_then_f, part=(...,)),
+        ),
+        (
+            N_(
+                "make it relative: divide the difference's norm by the norm of the shifted "
+                "features, over the same columns."
+            ),
+            lambda: (f_then_s - s_then_f)[inner].norm().reshape(1),
+        ),
+        (
+            N_(
+                "leave the border out of the denominator too: divide by the norm of the "
+                "shifted features over the same inner columns, not over the whole width."
+            ),
+            lambda: ((f_then_s - s_then_f)[inner].norm() / f_then_s.norm()).reshape(1),
+        ),
+        (
+            N_(
+                "divide by the norm of the shifted features (computed first, then "
+                "shifted), not of the features of the shifted image."
+            ),
+            lambda: relative(s_then_f, f_then_s),
+        ),
+    ]
 
 
 @exercise("equivariance_error", "08_vit_vs_cnn", analysis.equivariance_error)
 class check_equivariance_error:
     """Check `fn(features, image, shift, border) -> float`: a layer's distance from translation
-    equivariance, as `vitcourse.analysis.equivariance_error` measures it."""
+    equivariance, as `vitcourse.analysis.equivariance_error` measures it, at three shifts and
+    borders (border 0 among them). A one-number tensor is accepted as the number, on purpose: the
+    statement asks for `.item()`, and both mean the same."""
 
     called = N_(
         "features (a 3 × 3 convolution plus a fixed pattern by position), image (1, 1, 10, 12), "
-        "shift 3, border 2"
+        "with (shift, border) (3, 2), (1, 0) and (-2, 3)"
     )
     more = N_(
         "two paths to compare: features first then shift, and shift first then features. Both "
         "norms (the difference's and the divisor's) over the columns from border to width - "
         "border, and the divisor is the first path's."
+    )
+    worked = N_(
+        "two features to try yours on, with any image, shift and border: features = lambda x: x "
+        "(the identity, equivariant) must give 0; features = lambda x: x + torch.arange(12.) (a "
+        "pattern fixed by position, for images 12 pixels wide) gives more than 0. And with border "
+        "0 every column counts: on a (1, 1, 10, 12) image the columns from 0 to 11."
     )
 
     @staticmethod
@@ -159,70 +231,40 @@ class check_equivariance_error:
     @staticmethod
     def run(equivariance_error, weights, where, image):
         with torch.no_grad():
-            return equivariance_error(_features(weights, where), image, 3, 2)
+            features = _features(weights, where)
+            return [equivariance_error(features, image, *case) for case in _SHIFTS]
 
     @staticmethod
     def judge(got, weights, where, image) -> None:
-        if isinstance(got, torch.Tensor) and got.numel() == 1:
-            got = got.item()
-        if not isinstance(got, float | int):
-            fail(_("it should return one number, got {type}").format(type=type_name(got)))
+        if not (isinstance(got, list) and len(got) == len(_SHIFTS)):
+            raise ValueError("an answer that pack did not write")
         features = _features(weights, where)
-        with torch.no_grad():
-            expected = analysis.equivariance_error(features, image, 3, 2)
-            f_then_s = torch.roll(features(image), 3, dims=-1)
-            s_then_f = features(torch.roll(image, 3, dims=-1))
-
-            def relative(a, b, inner=(..., slice(2, -2))):
-                return ((a - b)[inner].norm() / a[inner].norm()).reshape(1)
-
-            mistakes = [
-                (
-                    N_(
-                        "shift the features too: compare the features of the shifted image with "
-                        "the image's features shifted afterwards, by the same amount."
+        for answer, (shift, border) in zip(got, _SHIFTS, strict=True):
+            if isinstance(answer, torch.Tensor) and answer.numel() == 1:
+                answer = answer.item()
+            if not isinstance(answer, float | int):
+                fail(_("it should return one number, got {type}").format(type=type_name(answer)))
+            if border == 0 and answer != answer:  # NaN: 0 / 0 over no column at all
+                fail(
+                    _("with border=0 it returned nan: your slice keeps no column"),
+                    Hint(
+                        N_(
+                            "border 0 means every column. `[..., border:-border]` is empty then "
+                            "(-0 is 0, and a slice up to 0 holds nothing): end the slice at the "
+                            "width minus border instead."
+                        ),
+                        more=N_("x.shape[-1] is the width."),
                     ),
-                    lambda: relative(features(image), s_then_f),
-                ),
-                (
-                    N_("shift along the width, the last axis (dims=-1), not the height."),
-                    lambda: relative(
-                        torch.roll(features(image), 3, dims=-2),
-                        features(torch.roll(image, 3, dims=-2)),
+                )
+            with torch.no_grad():
+                expected = analysis.equivariance_error(features, image, shift, border)
+                mistakes = _equivariance_mistakes(features, image, shift, border)
+                compare(
+                    torch.tensor([float(answer)]),
+                    torch.tensor([expected]),
+                    mistakes,
+                    generic=_EQUIVARIANCE_GENERIC,
+                    what=_("with shift {shift} and border {border}").format(
+                        shift=shift, border=border
                     ),
-                ),
-                (
-                    N_(
-                        "leave out `border` columns at each side: torch.roll wraps pixels round, "
-                        "and the wrapped edge is not a real shift."
-                    ),
-                    lambda: relative(f_then_s, s_then_f, inner=(...,)),
-                ),
-                (
-                    N_(
-                        "make it relative: divide the difference's norm by the norm of the shifted "
-                        "features, over the same columns."
-                    ),
-                    lambda: (f_then_s - s_then_f)[..., 2:-2].norm().reshape(1),
-                ),
-                (
-                    N_(
-                        "leave the border out of the denominator too: divide by the norm of the "
-                        "shifted features over the same inner columns, not over the whole width."
-                    ),
-                    lambda: ((f_then_s - s_then_f)[..., 2:-2].norm() / f_then_s.norm()).reshape(1),
-                ),
-                (
-                    N_(
-                        "divide by the norm of the shifted features (computed first, then "
-                        "shifted), not of the features of the shifted image."
-                    ),
-                    lambda: relative(s_then_f, f_then_s),
-                ),
-            ]
-            compare(
-                torch.tensor([float(got)]),
-                torch.tensor([expected]),
-                mistakes,
-                generic=_EQUIVARIANCE_GENERIC,
-            )
+                )

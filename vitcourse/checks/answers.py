@@ -4,7 +4,9 @@ A check has two sides. `run` calls the learner's code on the check's inputs; `ju
 came back with the reference and picks the hint. Between them the answer goes through `pack` and
 `unpack`: tensors become safetensors bytes (a JSON header and raw numbers), the rest JSON
 (numbers, strings, booleans, None, tuples and lists of them). Anything else, a tensor subclass
-included, arrives as `Other`, which names its type and nothing more.
+included, arrives as `Other`, which names its type and nothing more. `OPEN` marks a part of an
+exercise that still raises NotImplementedError (one branch of a function with several, see
+`harness.each_case`).
 
 The class grader (`vitcourse.classroom.grade`) runs `run` in a sandbox and `judge` in its own
 process, so whatever the learner's code returns, the judge sees only plain tensors (`torch.Tensor`)
@@ -33,6 +35,17 @@ class Other:
     type_name: str
 
 
+class _Open:
+    """The marker for a case the learner's code has not written yet (it raised
+    NotImplementedError); one object, compared with `is`."""
+
+    def __repr__(self) -> str:
+        return "OPEN"
+
+
+OPEN = _Open()
+
+
 def type_name(value) -> str:
     """The name of what the learner returned, for a check's message."""
     return value.type_name if isinstance(value, Other) else type(value).__name__
@@ -45,6 +58,8 @@ def pack(value) -> tuple[bytes, bytes]:
     def plain(v, depth: int):
         if v is None or type(v) in (bool, int, float, str):
             return v
+        if v is OPEN:
+            return {"open": 1}
         if type(v) is torch.Tensor:
             key = f"t{len(tensors)}"
             tensors[key] = v.detach().cpu().clone().contiguous()
@@ -73,6 +88,8 @@ def unpack(structure: bytes, tensors: bytes):
                 return tuple(items) if kind == "tuple" else items
             if kind == "other" and type(inner) is str:
                 return Other(inner[:80])
+            if kind == "open" and inner == 1:
+                return OPEN
         raise ValueError("an answer that pack did not write")
 
     return value(json.loads(structure))

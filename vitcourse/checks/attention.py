@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from vitcourse import attention
 from vitcourse.checks.answers import type_name
 from vitcourse.checks.harness import (
+    Hint,
     Mistakes,
     compare,
     fail,
@@ -19,7 +20,6 @@ from vitcourse.checks.harness import (
     run_with_reference_weights,
     seeded,
 )
-from vitcourse.checks.hints import Hint
 from vitcourse.checks.registry import exercise
 from vitcourse.language import N_, _
 
@@ -32,8 +32,10 @@ _ATTENTION_MORE = N_(
 )
 
 
-def _weight_mistakes(scores) -> Mistakes:
-    """The classic slips in attention's weights, from the unscaled scores q @ kᵀ (d = 8)."""
+def _weight_mistakes(scores, d: int) -> Mistakes:
+    """The classic slips in attention's weights, from the unscaled scores q @ kᵀ (T x T) of
+    queries and keys d numbers wide."""
+    T = scores.shape[-1]
     weight_mistakes = [
         (
             Hint(
@@ -50,13 +52,36 @@ def _weight_mistakes(scores) -> Mistakes:
         ),
         (
             Hint(
+                N_(
+                    "the scale is the one for this exercise's first inputs (d = 8) written in: "
+                    "take d from q's last axis (the check also tries d = 4)."
+                ),
+                more=N_("q.shape[-1] is the width of each query."),
+            ),
+            lambda: (scores / math.sqrt(8 if d != 8 else 4)).softmax(-1),
+        ),
+        (
+            Hint(
                 N_("divide by √d, not by d: the scores' spread grows like √d."),
                 more=N_(
                     "section 2 of this notebook: the spread of q·k is √d for q and k of "
                     "spread 1; dividing by √d brings it back to 1."
                 ),
             ),
-            lambda: (scores / 8).softmax(-1),
+            lambda: (scores / d).softmax(-1),
+        ),
+        (
+            Hint(
+                N_(
+                    "the scores are divided by √T, the number of tokens: divide by √d, the width "
+                    "of q and k (the size of their last axis)."
+                ),
+                more=N_(
+                    "the spread of q·k grows with the number of products it sums, d, whatever "
+                    "the number of tokens."
+                ),
+            ),
+            lambda: (scores / math.sqrt(T)).softmax(-1),
         ),
         (
             Hint(
@@ -69,7 +94,7 @@ def _weight_mistakes(scores) -> Mistakes:
                     "along the keys' axis, the last one."
                 ),
             ),
-            lambda: (scores / math.sqrt(8)).softmax(-2),
+            lambda: (scores / math.sqrt(d)).softmax(-2),
         ),
         (
             Hint(
@@ -79,14 +104,14 @@ def _weight_mistakes(scores) -> Mistakes:
                     "keys transposed."
                 ),
             ),
-            lambda: (scores.transpose(-2, -1) / math.sqrt(8)).softmax(-1),
+            lambda: (scores.transpose(-2, -1) / math.sqrt(d)).softmax(-1),
         ),
         (
             Hint(
                 N_("the weights are transposed: row i should be query i's weights over the keys."),
                 more=N_("return the weights as the softmax produced them, rows for queries."),
             ),
-            lambda: (scores / math.sqrt(8)).softmax(-1).transpose(-2, -1),
+            lambda: (scores / math.sqrt(d)).softmax(-1).transpose(-2, -1),
         ),
     ]
     return weight_mistakes
@@ -104,85 +129,119 @@ _PRODUCT = Hint(
 )
 
 
+_QKV = ((2, 3, 5, 8), (1, 2, 6, 4))  # (B, h, T, d) of the attention check's two calls
+
+
 @exercise("attention", "03_attention", attention.scaled_dot_product_attention)
 class check_attention:
-    """Check `fn(q, k, v) -> (out, weights)` on (B, h, T, d) inputs."""
+    """Check `fn(q, k, v) -> (out, weights)` on (B, h, T, d) inputs of two sizes."""
 
-    called = N_("q, k and v each (2, 3, 5, 8), that is (B, h, T, d)")
+    called = N_("q, k and v each (2, 3, 5, 8), that is (B, h, T, d), and each (1, 2, 6, 4)")
     raised = [
         (text, _PRODUCT)
         for text in ("must match the size", "Expected size", "cannot be multiplied", "mismatch")
     ]
     more = _ATTENTION_MORE
+    worked = N_(
+        "one query and two keys, d = 4: q = [[1, 1, 1, 1]], k = [[1, 1, 1, 1], [0, 0, 0, 0]], v = "
+        "[[1, 0], [0, 1]]. The scores q·kᵀ are [[4, 0]]; divided by √4 = 2, [[2, 0]]; their "
+        "softmax over the keys, [[0.881, 0.119]]: those are the weights; the output is 0.881 · [1, "
+        "0] + 0.119 · [0, 1] = [[0.881, 0.119]]. Run yours on these tensors and compare each step."
+    )
 
     @staticmethod
     def inputs(seed: int) -> dict:
+        first, second = _QKV
         return {
-            "q": seeded(2, 3, 5, 8, seed=seed + 1) * 2,
-            "k": seeded(2, 3, 5, 8, seed=seed + 2) * 2,
-            "v": seeded(2, 3, 5, 8, seed=seed + 3),
+            "q": seeded(*first, seed=seed + 1) * 2,
+            "k": seeded(*first, seed=seed + 2) * 2,
+            "v": seeded(*first, seed=seed + 3),
+            "q2": seeded(*second, seed=seed + 4) * 2,
+            "k2": seeded(*second, seed=seed + 5) * 2,
+            "v2": seeded(*second, seed=seed + 6),
         }
 
-    @staticmethod
-    def run(attention, q, k, v):
-        return attention(q, k, v)
+    shown = {"q2": "`q`", "k2": "`k`", "v2": "`v`"}
 
     @staticmethod
-    def judge(result, q, k, v) -> None:
-        if not (isinstance(result, tuple) and len(result) == 2):
-            fail(
-                _("it should return a pair (out, weights), got {type}").format(
-                    type=type_name(result)
-                ),
-                N_(
-                    "return both the output and the weights, in that order: the notebook draws the "
-                    "weights later."
-                ),
-            )
-        out, weights = result
-        expected_out, expected_weights = attention.scaled_dot_product_attention(q, k, v)
-        scores = q @ k.transpose(-2, -1)
-        weight_mistakes = _weight_mistakes(scores)
-        compare(
-            weights,
-            expected_weights,
-            weight_mistakes,
-            generic=Hint(
-                N_(
-                    "the weights do not follow Vaswani et al. (2017), equation 1: softmax(q·kᵀ / "
-                    "√d) over the keys, times v. Check each step, from the scores to the softmax."
-                ),
-                more=_ATTENTION_MORE,
+    def run(attention, q, k, v, q2, k2, v2):
+        return [attention(q, k, v), attention(q2, k2, v2)]
+
+    @staticmethod
+    def judge(got, q, k, v, q2, k2, v2) -> None:
+        if not (isinstance(got, list) and len(got) == 2):
+            raise ValueError("an answer that pack did not write")
+        for result, inputs in zip(got, ((q, k, v), (q2, k2, v2)), strict=True):
+            _judge_attention(result, *inputs)
+
+
+def _judge_attention(result, q, k, v) -> None:
+    """One call's verdict: the weights first (the likelier slips), then the output."""
+    if not (isinstance(result, tuple) and len(result) == 2):
+        fail(
+            _("it should return a pair (out, weights), got {type}").format(type=type_name(result)),
+            N_(
+                "return both the output and the weights, in that order: the notebook draws the "
+                "weights later."
             ),
-            what=_("the weights"),
         )
-        compare(
-            out,
-            expected_out,
-            [
-                (
-                    Hint(
-                        N_(
-                            "the output mixes the values with the transposed weights: token i's "
-                            "output is the average of the values weighted by row i of the weights."
-                        ),
-                        more=N_(
-                            "(…, T, T) weights times (…, T, d) values gives (…, T, d), one row "
-                            "per query."
-                        ),
+    out, weights = result
+    expected_out, expected_weights = attention.scaled_dot_product_attention(q, k, v)
+    swapped = (
+        isinstance(out, torch.Tensor)
+        and isinstance(weights, torch.Tensor)
+        and out.shape == expected_weights.shape
+        and weights.shape == expected_out.shape
+        and torch.allclose(out, expected_weights, rtol=1e-4, atol=1e-5)
+        and torch.allclose(weights, expected_out, rtol=1e-4, atol=1e-5)
+    )
+    if swapped:
+        fail(
+            _("it returned (weights, out): both are right, in the wrong order"),
+            N_("return the output first, then the weights: (out, weights)."),
+        )
+    scores = q @ k.transpose(-2, -1)
+    compare(
+        weights,
+        expected_weights,
+        _weight_mistakes(scores, q.shape[-1]),
+        generic=Hint(
+            N_(
+                "the weights do not follow Vaswani et al. (2017), equation 1: softmax(q·kᵀ / "
+                "√d) over the keys, times v. Check each step, from the scores to the softmax."
+            ),
+            more=_ATTENTION_MORE,
+        ),
+        what=_("the weights"),
+    )
+    compare(
+        out,
+        expected_out,
+        [
+            (
+                Hint(
+                    N_(
+                        "the output mixes the values with the transposed weights: token i's "
+                        "output is the average of the values weighted by row i of the weights."
                     ),
-                    lambda: expected_weights.transpose(-2, -1) @ v,
-                )
-            ],
-            generic=Hint(
-                N_("the output is the average of the values weighted by each query's weights."),
-                more=N_("one matrix product of the weights and v, (…, T, T) by (…, T, d)."),
-            ),
-            what=_("the output"),
-        )
+                    more=N_(
+                        "(…, T, T) weights times (…, T, d) values gives (…, T, d), one row "
+                        "per query."
+                    ),
+                ),
+                lambda: expected_weights.transpose(-2, -1) @ v,
+            )
+        ],
+        generic=Hint(
+            N_("the output is the average of the values weighted by each query's weights."),
+            more=N_("one matrix product of the weights and v, (…, T, T) by (…, T, d)."),
+        ),
+        what=_("the output"),
+    )
 
 
-_B, _T, _D, _H = 2, 5, 12, 3  # the multi-head check's sizes: batch, tokens, width, heads
+# The multi-head check's two modules: (batch, tokens, width, heads); d = 4, then 6.
+_MHSA_CASES = ((2, 5, 12, 3), (2, 4, 12, 2))
 _SPLIT = N_(
     "split the last axis into (h, d) first, so that each token keeps its own numbers, then move "
     "the head axis in front of the token axis."
@@ -210,14 +269,18 @@ _MERGED_NAIVELY = Hint(
 
 def _mhsa_mistakes(reference, x) -> Mistakes:
     """The classic multi-head slips, each as what it would output (`reference` holds the weights)."""
-    B, T, D, h = _B, _T, _D, _H
+    B, T, D = x.shape
+    h = reference.num_heads
     d = D // h
     qkv = reference.qkv(x)  # (B, T, 3D)
     right = qkv.reshape(B, T, 3, h, d).permute(2, 0, 3, 1, 4)  # (3, B, h, T, d)
     naive = qkv.reshape(B, T, 3, D).permute(2, 0, 1, 3).reshape(3, B, h, T, d)  # no head axis move
+    h_first = qkv.reshape(B, T, h, 3, d).permute(3, 0, 2, 1, 4)  # laid out (h, 3, d) per token
+    other_h = 3 if h != 3 else 2  # heads written into the code
+    other = qkv.reshape(B, T, 3, other_h, D // other_h).permute(2, 0, 3, 1, 4)
 
     def attend(q, k, v, scale=None):
-        scale = math.sqrt(d) if scale is None else scale
+        scale = math.sqrt(q.shape[-1]) if scale is None else scale
         return ((q @ k.transpose(-2, -1)) / scale).softmax(-1) @ v  # (B, h, T, d)
 
     def merge(out):
@@ -260,6 +323,37 @@ def _mhsa_mistakes(reference, x) -> Mistakes:
             N_("the scores are not scaled by √d (Vaswani et al., equation 1)."),
             lambda: reference.proj(merge(attend(*right, scale=1.0))),
         ),
+        (
+            N_(
+                "the scores are divided by √T, the number of tokens: divide by √d, the width of "
+                "one head's queries and keys."
+            ),
+            lambda: reference.proj(merge(attend(*right, scale=math.sqrt(T)))),
+        ),
+        (
+            Hint(
+                N_(
+                    "qkv's 3D numbers per token are laid out (3, h, d): first all of q's, then "
+                    "k's, then v's, each split into h heads of d. Reading them as (h, 3, d) mixes "
+                    "q, k and v."
+                ),
+                more=N_(
+                    "split (B, T, 3D) into (B, T, 3, h, d), then move the axes to get (3, B, h, "
+                    "T, d)."
+                ),
+            ),
+            lambda: reference.proj(merge(attend(*h_first))),
+        ),
+        (
+            Hint(
+                N_(
+                    "the number of heads is written into your code: take it from "
+                    "self.num_heads (the check builds modules with 3 heads, then 2)."
+                ),
+                more=N_("__init__ keeps num_heads and head_dim on self: read them in forward."),
+            ),
+            lambda: reference.proj(attend(*other).transpose(1, 2).reshape(B, T, D)),
+        ),
     ]
     return mistakes
 
@@ -281,10 +375,13 @@ def _fused_attention(q, k, v):
 @exercise("MultiHeadSelfAttention", "03_attention", attention.MultiHeadSelfAttention)
 class check_multi_head_attention:
     """Check a multi-head self-attention class: `cls(dim, num_heads)` with `qkv` and `proj`,
-    (B, T, D) -> (B, T, D). Judged on its own: a right attention (PyTorch's
-    fused one) runs inside it."""
+    (B, T, D) -> (B, T, D), with 3 heads and with 2. Judged on its own: a right attention
+    (PyTorch's fused one) runs inside it."""
 
-    called = N_("x (2, 5, 12), in a MultiHeadSelfAttention(12, 3) with the reference's weights")
+    called = N_(
+        "x (2, 5, 12), in a MultiHeadSelfAttention(12, 3), and x (2, 4, 12), in a "
+        "MultiHeadSelfAttention(12, 2), each with the reference's weights"
+    )
     raised = [
         (
             "is invalid for input of size",
@@ -302,25 +399,47 @@ class check_multi_head_attention:
         )
     ]
     more = _MHSA_MORE
+    worked = N_(
+        "the shapes for x (2, 5, 12) with 3 heads (d = 4): qkv (2, 5, 36); as (B, T, 3, h, d) = "
+        "(2, 5, 3, 3, 4); moved to (3, B, h, T, d) = (3, 2, 3, 5, 4); q, k and v (2, 3, 5, 4) "
+        "each; attention's output (2, 3, 5, 4); back to (2, 5, 3, 4), then (2, 5, 12); proj (2, "
+        "5, 12). Print yours after each step and compare; with 2 heads, d is 6."
+    )
+    shown = {"more_x": "`x`"}
 
     @staticmethod
     def inputs(seed: int) -> dict:
-        reference = randomized(attention.MultiHeadSelfAttention(_D, _H), seed)
-        return {"weights": reference.state_dict(), "x": seeded(_B, _T, _D, seed=seed)}
+        (B, T, D, h), (b, t, d, g) = _MHSA_CASES
+        return {
+            "weights": randomized(attention.MultiHeadSelfAttention(D, h), seed).state_dict(),
+            "x": seeded(B, T, D, seed=seed),
+            "more_weights": randomized(
+                attention.MultiHeadSelfAttention(d, g), seed + 1
+            ).state_dict(),
+            "more_x": seeded(b, t, d, seed=seed + 1),
+        }
 
     @staticmethod
-    def run(cls, weights, x):
+    def run(cls, weights, x, more_weights, more_x):
+        (D, h), (d, g) = (case[2:] for case in _MHSA_CASES)
         with references_in_place(cls, attention=_fused_attention):
-            return run_with_reference_weights(lambda: cls(_D, _H), weights, x)
+            return [
+                run_with_reference_weights(lambda: cls(D, h), weights, x),
+                run_with_reference_weights(lambda: cls(d, g), more_weights, more_x),
+            ]
 
     @staticmethod
-    def judge(got, weights, x) -> None:
-        reference = attention.MultiHeadSelfAttention(_D, _H).eval()
-        reference.load_state_dict(weights)
-        with torch.no_grad():
-            mistakes = _mhsa_mistakes(reference, x)
-            generic = Hint(
-                N_("follow the four steps above the exercise, with the shape after each."),
-                more=_MHSA_MORE,
-            )
-            compare(got, reference(x), mistakes, generic=generic)
+    def judge(got, weights, x, more_weights, more_x) -> None:
+        if not (isinstance(got, list) and len(got) == 2):
+            raise ValueError("an answer that pack did not write")
+        cases = zip(got, _MHSA_CASES, ((weights, x), (more_weights, more_x)), strict=True)
+        for answer, sizes, (state, tokens) in cases:
+            reference = attention.MultiHeadSelfAttention(sizes[2], sizes[3]).eval()
+            reference.load_state_dict(state)
+            with torch.no_grad():
+                mistakes = _mhsa_mistakes(reference, tokens)
+                generic = Hint(
+                    N_("follow the four steps above the exercise, with the shape after each."),
+                    more=_MHSA_MORE,
+                )
+                compare(answer, reference(tokens), mistakes, generic=generic)

@@ -9,15 +9,15 @@ import torch.nn.functional as F
 from vitcourse import block
 from vitcourse.block import layer_norm
 from vitcourse.checks.harness import (
+    Hint,
     Mistakes,
     compare,
     randomized,
     run_with_reference_weights,
     seeded,
 )
-from vitcourse.checks.hints import Hint
 from vitcourse.checks.registry import exercise
-from vitcourse.language import N_
+from vitcourse.language import N_, _
 
 _LN_MORE = N_(
     "LN(x) = (x - μ) / √(σ² + ε) · w + b, with μ and σ² the mean and the population variance "
@@ -25,11 +25,98 @@ _LN_MORE = N_(
 )
 
 
+_EPS = (1e-6, 0.1, 1.0)  # the eps values the check tries: the notebook's, and two that show
+
+
+def _ln(x, weight, bias, eps, var=None, root=True):
+    """LayerNorm over the last axis, written out; `var` and `root` make two of its slips."""
+    mean = x.mean(-1, keepdim=True)
+    var = x.var(-1, keepdim=True, unbiased=False) if var is None else var
+    scale = torch.sqrt(var + eps) if root else torch.sqrt(var) + eps
+    return (x - mean) / scale * weight + bias
+
+
+def _ln_mistakes(x, weight, bias, eps) -> Mistakes:
+    """layer_norm's classic slips for one eps, each with what it would return."""
+    D = x.shape[-1]
+    no_gain = Hint(
+        N_(
+            "after normalising, scale by weight and shift by bias (LayerNorm's learned "
+            "gain and offset, w and b in the formula)."
+        ),
+        more=N_("weight and bias are (D,): they broadcast over every token."),
+    )
+    mistakes = [
+        (no_gain, lambda: F.layer_norm(x, (D,))),  # nn.LayerNorm's own ε, and no gain either
+        (
+            Hint(
+                N_(
+                    "use the population variance, which divides by D, not by D - 1 (the sample "
+                    "variance)."
+                ),
+                more=N_(
+                    "torch's var divides by D - 1 unless told otherwise: look at its "
+                    "`unbiased` (or `correction`) argument, or compute the mean of the squared "
+                    "deviations yourself."
+                ),
+            ),
+            lambda: _ln(x, weight, bias, eps, var=x.var(-1, keepdim=True)),
+        ),
+        (
+            Hint(
+                N_(
+                    "normalise each token on its own, over its D features (the last axis), not "
+                    "across tokens."
+                ),
+                more=N_("x is (B, T, D): μ and σ² should have one value per token, (B, T, 1)."),
+            ),
+            lambda: (
+                (x - x.mean(1, keepdim=True))
+                / torch.sqrt(x.var(1, keepdim=True, unbiased=False) + eps)
+                * weight
+                + bias
+            ),
+        ),
+        (no_gain, lambda: F.layer_norm(x, (D,), eps=eps)),
+        (
+            Hint(
+                N_(
+                    "ε goes inside the square root, √(σ² + ε): added to the standard deviation "
+                    "instead, it changes the result wherever σ² is small (the check's inputs have "
+                    "a nearly constant token)."
+                ),
+                more=_LN_MORE,
+            ),
+            lambda: _ln(x, weight, bias, eps, root=False),
+        ),
+    ]
+    for fixed in (1e-5, 1e-6, 1e-12, 0.0):  # an eps written in: nn.LayerNorm's, the notebook's...
+        if fixed != eps:
+            mistakes.append(
+                (
+                    Hint(
+                        N_(
+                            "the eps argument is ignored: your output is the one for another ε, "
+                            "whatever eps is given. Use the argument (the check tries 1e-6, 0.1 "
+                            "and 1)."
+                        ),
+                        more=N_(
+                            "nn.LayerNorm's default ε is 1e-5 and the ViT's 1e-6; the function "
+                            "takes its own."
+                        ),
+                    ),
+                    lambda fixed=fixed: F.layer_norm(x, (D,), weight, bias, fixed),
+                )
+            )
+    return mistakes
+
+
 @exercise("layer_norm", "04_transformer_block", layer_norm)
 class check_layer_norm:
-    """Check `fn(x, weight, bias, eps=1e-6)`: LayerNorm over the last axis, as F.layer_norm."""
+    """Check `fn(x, weight, bias, eps=1e-6)`: LayerNorm over the last axis, as F.layer_norm, for
+    three values of eps, on tokens one of which is nearly constant (where ε matters)."""
 
-    called = N_("x (2, 4, 6), weight (6,), bias (6,), eps 1e-6")
+    called = N_("x (2, 4, 6), weight (6,), bias (6,), with eps 1e-6, 0.1 and 1")
     raised = [
         (
             "must match the size",
@@ -47,72 +134,41 @@ class check_layer_norm:
         )
     ]
     more = _LN_MORE
+    worked = N_(
+        "one token x = [1, 2, 3, 4], weight 1, bias 0: μ = 2.5; σ² = the mean of [2.25, 0.25, "
+        "0.25, 2.25] = 1.25. With eps 0, √1.25 ≈ 1.118 and LN(x) ≈ [-1.342, -0.447, 0.447, "
+        "1.342]; with eps 1, √(1.25 + 1) = 1.5 and LN(x) = [-1, -0.333, 0.333, 1]. Run yours on "
+        "torch.tensor([[1., 2., 3., 4.]]) with both and compare."
+    )
 
     @staticmethod
     def inputs(seed: int) -> dict:
-        return {
-            "x": seeded(2, 4, 6, seed=seed) * 3 + 1,
-            "weight": seeded(6, seed=seed + 1),
-            "bias": seeded(6, seed=seed + 2),
-        }
+        x = seeded(2, 4, 6, seed=seed) * 3 + 1
+        x[0, 1] = 2 + seeded(6, seed=seed + 3) * 0.01  # a nearly constant token: σ² about 1e-4
+        return {"x": x, "weight": seeded(6, seed=seed + 1), "bias": seeded(6, seed=seed + 2)}
 
     @staticmethod
     def run(layer_norm, x, weight, bias):
-        return layer_norm(x, weight, bias, 1e-6)
+        return [layer_norm(x, weight, bias, eps) for eps in _EPS]
 
     @staticmethod
     def judge(got, x, weight, bias) -> None:
-        mean = x.mean(-1, keepdim=True)
-        mistakes = [
-            (
-                Hint(
+        if not (isinstance(got, list) and len(got) == len(_EPS)):
+            raise ValueError("an answer that pack did not write")
+        for answer, eps in zip(got, _EPS, strict=True):
+            compare(
+                answer,
+                F.layer_norm(x, x.shape[-1:], weight, bias, eps),
+                _ln_mistakes(x, weight, bias, eps),
+                generic=Hint(
                     N_(
-                        "use the population variance, which divides by D, not by D - 1 (the sample "
-                        "variance)."
+                        "compare your steps with the formula above the exercise, one symbol at a "
+                        "time."
                     ),
-                    more=N_(
-                        "torch's var divides by D - 1 unless told otherwise: look at its "
-                        "`unbiased` (or `correction`) argument, or compute the mean of the squared "
-                        "deviations yourself."
-                    ),
+                    more=_LN_MORE,
                 ),
-                lambda: (x - mean) / torch.sqrt(x.var(-1, keepdim=True) + 1e-6) * weight + bias,
-            ),
-            (
-                Hint(
-                    N_(
-                        "normalise each token on its own, over its D features (the last axis), not "
-                        "across tokens."
-                    ),
-                    more=N_("x is (B, T, D): μ and σ² should have one value per token, (B, T, 1)."),
-                ),
-                lambda: (
-                    (x - x.mean(1, keepdim=True))
-                    / torch.sqrt(x.var(1, keepdim=True, unbiased=False) + 1e-6)
-                    * weight
-                    + bias
-                ),
-            ),
-            (
-                Hint(
-                    N_(
-                        "after normalising, scale by weight and shift by bias (LayerNorm's learned "
-                        "gain and offset, w and b in the formula)."
-                    ),
-                    more=N_("weight and bias are (D,): they broadcast over every token."),
-                ),
-                lambda: F.layer_norm(x, (6,), eps=1e-6),
-            ),
-        ]
-        compare(
-            got,
-            F.layer_norm(x, (6,), weight, bias, 1e-6),
-            mistakes,
-            generic=Hint(
-                N_("compare your steps with the formula above the exercise, one symbol at a time."),
-                more=_LN_MORE,
-            ),
-        )
+                what=_("with eps={eps}").format(eps=eps),
+            )
 
 
 _BLOCK_MORE = N_(
@@ -204,6 +260,13 @@ class check_transformer_block:
 
     called = N_("x (2, 5, 12), in a TransformerBlock(12, 3, 24) with the reference's weights")
     more = _BLOCK_MORE
+    worked = N_(
+        "a smaller test of your own: in a TransformerBlock(12, 3, 24), replace block.attn and "
+        "block.mlp by modules that return zeros (torch.zeros_like of their input). Your forward "
+        "must then give x back unchanged: both residual paths carry the tokens through untouched. "
+        "Then put the real attn back and compare your output with the paper's equation 2 worked "
+        "by hand, step by step, before the mlp; then equation 3 (section 3.1)."
+    )
 
     @staticmethod
     def inputs(seed: int) -> dict:

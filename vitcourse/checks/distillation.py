@@ -11,8 +11,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from vitcourse.checks.harness import Mistakes, compare, seeded
-from vitcourse.checks.hints import Hint
+from vitcourse.checks.harness import Hint, Mistakes, compare, each_case, judge_cases, seeded
 from vitcourse.checks.registry import exercise
 from vitcourse.language import N_, _
 from vitcourse.training import distillation
@@ -60,7 +59,27 @@ def hard_mistakes(cls_l, dist_l, teacher, labels, alpha: float) -> Mistakes:
 
 def soft_mistakes(cls_l, dist_l, teacher, labels, alpha: float, tau: float) -> Mistakes:
     base, t2 = ce(cls_l, labels), tau * tau
-    return [
+    probabilities = F.kl_div(  # the teacher's probabilities handed over as log-probabilities
+        F.log_softmax(dist_l / tau, -1),
+        F.softmax(teacher / tau, -1),
+        reduction="batchmean",
+        log_target=True,
+    )
+    mistakes = [
+        (
+            Hint(
+                N_(
+                    "the teacher's target is given as probabilities (softmax) while log_target=True "
+                    "tells F.kl_div it holds log-probabilities: give log_softmax with "
+                    "log_target=True, or probabilities with log_target=False."
+                ),
+                more=N_(
+                    "F.kl_div reads its target as log-probabilities only when log_target=True; "
+                    "its input (the student's) is always log-probabilities."
+                ),
+            ),
+            lambda: (1 - alpha) * base + alpha * t2 * probabilities,
+        ),
         (
             Hint(
                 N_(
@@ -121,25 +140,54 @@ def soft_mistakes(cls_l, dist_l, teacher, labels, alpha: float, tau: float) -> M
             lambda: (1 - alpha) * ce(dist_l, labels) + alpha * t2 * kl(cls_l, teacher, tau),
         ),
     ]
+    for fixed in (1.0, 3.0):  # a temperature written into the code, the notebook's or none
+        if fixed != tau:
+            mistakes.append(
+                (
+                    Hint(
+                        N_(
+                            "the tau argument is ignored: your soft loss is the one for another "
+                            "temperature, whatever tau is given (the check tries tau 3, then 2)."
+                        ),
+                        more=N_("use the argument for τ, in the softening and in τ²."),
+                    ),
+                    lambda fixed=fixed: (
+                        (1 - alpha) * base + alpha * fixed * fixed * kl(dist_l, teacher, fixed)
+                    ),
+                )
+            )
+    return mistakes
 
 
-_SETTINGS = (("hard", 0.2, 1.0), ("soft", 0.3, 3.0), ("hard", 0.5, 1.0))  # (kind, alpha, tau)
+# (kind, alpha, tau) of the check's four calls; each branch is judged on its own.
+_SETTINGS = (("hard", 0.2, 1.0), ("soft", 0.3, 3.0), ("hard", 0.5, 1.0), ("soft", 0.6, 2.0))
 
 
 @exercise("distillation_loss", "09_when_vits_win", distillation.distillation_loss)
 class check_distillation_loss:
     """Check `fn(cls_logits, dist_logits, teacher_logits, labels, kind, alpha, tau) -> scalar`:
-    DeiT's hard and soft distillation losses."""
+    DeiT's hard and soft distillation losses. A branch still raising NotImplementedError is
+    reported as open while the other is judged."""
 
     called = N_(
         "cls_logits, dist_logits and teacher_logits each (6, 5), labels (6,); kind 'hard' with "
-        "alpha 0.2 and 0.5, kind 'soft' with alpha 0.3 and tau 3"
+        "alpha 0.2 and 0.5, kind 'soft' with alpha 0.3 and tau 3, and alpha 0.6 and tau 2"
     )
     more = N_(
         "(1 - α) · the labels' cross-entropy on the cls head, plus α · the teacher's part on the "
         "distillation head: for 'hard' a cross-entropy against the teacher's top classes; for "
         "'soft' τ² · KL(teacher ‖ student) of the two softened distributions, averaged over the "
         "batch."
+    )
+    worked = N_(
+        "one image, two classes: cls_logits [[0, 0]], dist_logits [[0, 0]], teacher_logits [[2, "
+        "0]], labels [1]. Hard, alpha 0.5: the teacher's guess is class 0; the cls head's "
+        "cross-entropy against the label is ln 2 ≈ 0.693, the distillation head's against the "
+        "guess also 0.693; the loss is 0.5 · 0.693 + 0.5 · 0.693 = 0.693. Soft, alpha 0.5, tau "
+        "2: the teacher softened, [1, 0], gives the probabilities [0.731, 0.269], the student "
+        "[0.5, 0.5]; KL(teacher ‖ student) = 0.731 · ln(0.731 / 0.5) + 0.269 · ln(0.269 / 0.5) ≈ "
+        "0.111, times τ² = 4, 0.444; the loss is 0.5 · 0.693 + 0.5 · 0.444 ≈ 0.569. Run yours on "
+        "these and compare."
     )
 
     @staticmethod
@@ -157,15 +205,16 @@ class check_distillation_loss:
     @staticmethod
     def run(distillation_loss, cls_logits, dist_logits, teacher_logits, labels):
         inputs = (cls_logits, dist_logits, teacher_logits, labels)
-        return [
-            distillation_loss(*(x.clone() for x in inputs), kind, alpha, tau)
-            for kind, alpha, tau in _SETTINGS
-        ]
+        return each_case(lambda *setting: distillation_loss(*inputs, *setting), _SETTINGS)
 
     @staticmethod
     def judge(got, cls_logits, dist_logits, teacher_logits, labels) -> None:
         logits = (cls_logits, dist_logits, teacher_logits)
-        for (kind, alpha, tau), answer in zip(_SETTINGS, got, strict=True):
+        if not isinstance(got, list):
+            raise ValueError("an answer that pack did not write")
+
+        def judge_one(answer, setting) -> None:
+            kind, alpha, tau = setting
             if isinstance(answer, torch.Tensor) and answer.numel() == 1:
                 answer = answer.reshape(())
             if kind == "hard":
@@ -188,4 +237,7 @@ class check_distillation_loss:
                     ),
                 ),
                 shape_hints={(6,): N_("that is one loss per image: average them into one number.")},
+                what=f"kind={kind!r}, alpha {alpha}, tau {tau}",
             )
+
+        judge_cases(got, _SETTINGS, judge_one, label=lambda setting: f"kind={setting[0]!r}")

@@ -6,13 +6,14 @@ from __future__ import annotations
 import torch
 
 from vitcourse import embedding
-from vitcourse.checks.harness import compare, randomized, run_with_reference_weights, seeded
-from vitcourse.checks.hints import Hint
+from vitcourse.checks.harness import Hint, compare, randomized, run_with_reference_weights, seeded
 from vitcourse.checks.registry import exercise
 from vitcourse.embedding import embed_tokens
 from vitcourse.language import N_
 
-_SIZES = {"image_size": 16, "patch_size": 4, "in_channels": 3, "dim": 8}  # PatchEmbedding's check
+# PatchEmbedding's check: two modules, so that sizes written into the code show
+_SIZES = {"image_size": 16, "patch_size": 4, "in_channels": 3, "dim": 8}
+_MORE_SIZES = {"image_size": 8, "patch_size": 2, "in_channels": 1, "dim": 6}
 
 _EMBED_MORE = N_(
     "the convolution gives (B, D, H/P, W/P). Two steps make it (B, N, D): merge the grid's two "
@@ -20,82 +21,110 @@ _EMBED_MORE = N_(
 )
 
 
+def _embedding_mistakes(conv) -> list:
+    """PatchEmbedding's classic slips, from the convolution's output (B, D, H/P, W/P)."""
+    B, D, rows, cols = conv.shape
+    return [
+        (
+            Hint(
+                N_(
+                    "a reshape from (B, D, N) to (B, N, D) keeps the numbers in memory order, "
+                    "so it mixes features with patches: swap the two axes instead."
+                ),
+                more=N_(
+                    "reshape and view only regroup numbers in their order; moving an axis is "
+                    "a transpose (or a permute)."
+                ),
+            ),
+            lambda: conv.reshape(B, rows * cols, D),
+        ),
+        (
+            Hint(
+                N_(
+                    "the patches come out column by column: flatten the (H/P, W/P) grid row by "
+                    "row, in reading order, as patchify does."
+                ),
+                more=N_(
+                    "after the convolution the grid's axes are already (rows, columns): "
+                    "flatten them as they are, without swapping them."
+                ),
+            ),
+            lambda: conv.transpose(2, 3).flatten(2).transpose(1, 2),
+        ),
+    ]
+
+
 @exercise("PatchEmbedding", "02_embeddings", embedding.PatchEmbedding)
 class check_patch_embedding:
     """Check a PatchEmbedding class: `cls(image_size, patch_size, in_channels, dim)`,
-    (B, C, H, W) -> (B, N, D)."""
+    (B, C, H, W) -> (B, N, D), at two sizes."""
 
     called = N_(
-        "images (2, 3, 16, 16), in a PatchEmbedding(16, 4, 3, 8) with the reference's weights"
+        "images (2, 3, 16, 16), in a PatchEmbedding(16, 4, 3, 8), and images (2, 1, 8, 8), in a "
+        "PatchEmbedding(8, 2, 1, 6), each with the reference's weights"
     )
     more = _EMBED_MORE
+    worked = N_(
+        "for the check's images (2, 3, 16, 16), patch size 4 and D = 8: after proj (2, 8, 4, 4); "
+        "the grid merged into one axis (2, 8, 16); D moved last (2, 16, 8). Token n is the "
+        "convolution's output at grid row n // 4, column n % 4: token 5 of yours should equal "
+        "self.proj(images)[:, :, 1, 1]."
+    )
+    shown = {"more_images": "`images`"}
 
     @staticmethod
     def inputs(seed: int) -> dict:
         reference = randomized(embedding.PatchEmbedding(**_SIZES), seed)
-        return {"weights": reference.state_dict(), "images": seeded(2, 3, 16, 16, seed=seed)}
+        other = randomized(embedding.PatchEmbedding(**_MORE_SIZES), seed + 1)
+        return {
+            "weights": reference.state_dict(),
+            "images": seeded(2, 3, 16, 16, seed=seed),
+            "more_weights": other.state_dict(),
+            "more_images": seeded(2, 1, 8, 8, seed=seed + 1),
+        }
 
     @staticmethod
-    def run(cls, weights, images):
-        return run_with_reference_weights(lambda: cls(**_SIZES), weights, images)
-
-    @staticmethod
-    def judge(got, weights, images) -> None:
-        reference = embedding.PatchEmbedding(**_SIZES).eval()
-        reference.load_state_dict(weights)
-        with torch.no_grad():
-            conv = reference.proj(images)  # (B, D, H/P, W/P)
-            expected = reference(images)
-        mistakes = [
-            (
-                Hint(
-                    N_(
-                        "a reshape from (B, D, N) to (B, N, D) keeps the numbers in memory order, "
-                        "so it mixes features with patches: swap the two axes instead."
-                    ),
-                    more=N_(
-                        "reshape and view only regroup numbers in their order; moving an axis is "
-                        "a transpose (or a permute)."
-                    ),
-                ),
-                lambda: conv.reshape(2, 16, 8),
-            ),
-            (
-                Hint(
-                    N_(
-                        "the patches come out column by column: flatten the (H/P, W/P) grid row by "
-                        "row, in reading order, as patchify does."
-                    ),
-                    more=N_(
-                        "after the convolution the grid's axes are already (rows, columns): "
-                        "flatten them as they are, without swapping them."
-                    ),
-                ),
-                lambda: conv.transpose(2, 3).flatten(2).transpose(1, 2),
-            ),
+    def run(cls, weights, images, more_weights, more_images):
+        return [
+            run_with_reference_weights(lambda: cls(**_SIZES), weights, images),
+            run_with_reference_weights(lambda: cls(**_MORE_SIZES), more_weights, more_images),
         ]
-        compare(
-            got,
-            expected,
-            mistakes,
-            generic=Hint(
-                N_(
-                    "the tokens are not the convolution's outputs in the order the transformer "
-                    "wants: one token per patch, in reading order, D numbers each."
+
+    @staticmethod
+    def judge(got, weights, images, more_weights, more_images) -> None:
+        if not (isinstance(got, list) and len(got) == 2):
+            raise ValueError("an answer that pack did not write")
+        cases = ((_SIZES, weights, images), (_MORE_SIZES, more_weights, more_images))
+        for answer, (sizes, state, x) in zip(got, cases, strict=True):
+            reference = embedding.PatchEmbedding(**sizes).eval()
+            reference.load_state_dict(state)
+            with torch.no_grad():
+                conv = reference.proj(x)  # (B, D, H/P, W/P)
+                expected = reference(x)
+            B, D, rows, cols = conv.shape
+            compare(
+                answer,
+                expected,
+                _embedding_mistakes(conv),
+                generic=Hint(
+                    N_(
+                        "the tokens are not the convolution's outputs in the order the "
+                        "transformer wants: one token per patch, in reading order, D numbers "
+                        "each."
+                    ),
+                    more=_EMBED_MORE,
                 ),
-                more=_EMBED_MORE,
-            ),
-            shape_hints={
-                (2, 8, 16): Hint(
-                    N_("that is (B, D, N): the width D should come last, (B, N, D)."),
-                    more=N_("one swap of the last two axes turns (B, D, N) into (B, N, D)."),
-                ),
-                (2, 8, 4, 4): N_(
-                    "that is the convolution's (B, D, H/P, W/P): merge the grid into N "
-                    "tokens, then put D last."
-                ),
-            },
-        )
+                shape_hints={
+                    (B, D, rows * cols): Hint(
+                        N_("that is (B, D, N): the width D should come last, (B, N, D)."),
+                        more=N_("one swap of the last two axes turns (B, D, N) into (B, N, D)."),
+                    ),
+                    (B, D, rows, cols): N_(
+                        "that is the convolution's (B, D, H/P, W/P): merge the grid into N "
+                        "tokens, then put D last."
+                    ),
+                },
+            )
 
 
 _TOKENS_MORE = N_(
@@ -126,21 +155,29 @@ class check_embed_tokens:
         )
     ]
     more = _TOKENS_MORE
+    worked = N_(
+        "with B = 2, N = 2 and D = 1: patch tokens [[[1], [2]], [[3], [4]]], cls token [[[0]]] "
+        "and positions [[[10], [20], [30]]] give [[[10], [21], [32]], [[10], [23], [34]]], of shape "
+        "(2, 3, 1): each image starts with the cls token, and each of the three places gets its "
+        "own position. Run yours on these (as tensors) and compare; the caller's patch tokens "
+        "must still be [[[1], [2]], [[3], [4]]] afterwards."
+    )
 
     @staticmethod
     def inputs(seed: int) -> dict:
         return {
-            "x": seeded(3, 4, 6, seed=seed + 1),
+            "patch_tokens": seeded(3, 4, 6, seed=seed + 1),
             "cls_token": seeded(1, 1, 6, seed=seed + 2),
-            "pos": seeded(1, 5, 6, seed=seed + 3),
+            "pos_embed": seeded(1, 5, 6, seed=seed + 3),
         }
 
     @staticmethod
-    def run(embed_tokens, x, cls_token, pos):
-        return embed_tokens(x, cls_token, pos)
+    def run(embed_tokens, patch_tokens, cls_token, pos_embed):
+        return embed_tokens(patch_tokens, cls_token, pos_embed)
 
     @staticmethod
-    def judge(got, x, cls_token, pos) -> None:
+    def judge(got, patch_tokens, cls_token, pos_embed) -> None:
+        x, pos = patch_tokens, pos_embed
         mistakes = [
             (
                 Hint(

@@ -22,15 +22,42 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from vitcourse.checks.answers import type_name
+from vitcourse.checks.answers import OPEN, type_name
 from vitcourse.language import N_, _
 
 # (hint, a function computing the output that mistake would give); used by `compare`.
 Mistakes = list[tuple[str, Callable[[], torch.Tensor]]]
 
 
+class Hint(str):
+    """A first-tier hint (the text) that carries a more specific second tier, `more`."""
+
+    more: str
+
+    def __new__(cls, first: str, more: str = "") -> Hint:
+        hint = super().__new__(cls, first)
+        hint.more = more
+        return hint
+
+
 class NotWritten(Exception):
     """The learner's code still raises NotImplementedError: the exercise is open."""
+
+
+class PartlyWritten(NotWritten):
+    """An exercise with several cases (the branches of `distillation_loss`): the written ones are
+    right, the others still raise NotImplementedError. The exercise stays open (the course's
+    solution stands in), and the learner is told which part is right and which is left."""
+
+    def __init__(self, right: list[str], still_open: list[str]):
+        self.right, self.still_open = right, still_open
+        super().__init__(self.said())
+
+    def said(self) -> str:
+        return _(
+            "what is written is right ({right}); still open: {still_open} (it raises "
+            "NotImplementedError)"
+        ).format(right=", ".join(self.right), still_open=", ".join(self.still_open))
 
 
 class CheckFailed(AssertionError):
@@ -90,6 +117,92 @@ class WeightsMismatch(CheckFailed):
         )
 
 
+def each_case(call: Callable, cases) -> list:
+    """The learner's code called once per case (`call(*case)`); a case whose code still raises
+    NotImplementedError gives `OPEN`, so that a function with several branches is judged on the
+    ones written (`judge_cases`)."""
+    results = []
+    for case in cases:
+        try:
+            results.append(call(*case))
+        except NotImplementedError:
+            results.append(OPEN)
+    return results
+
+
+def judge_cases(got: list, cases, judge_one: Callable, label: Callable) -> None:
+    """Judge each written case (`judge_one(answer, case)`); `label(case)` names a case for the
+    learner ("kind='soft'"). A wrong written case fails and says what is still open; all open is
+    `NotWritten`; written and right with some open is `PartlyWritten`."""
+    answers = list(zip(cases, got, strict=True))
+    still_open = list(dict.fromkeys(label(c) for c, a in answers if a is OPEN))
+    written = [(c, a) for c, a in answers if a is not OPEN]
+    if not written:
+        raise NotWritten
+    for case, answer in written:
+        try:
+            judge_one(answer, case)
+        except CheckFailed as failed:
+            if still_open:
+                failed.problem += " " + _("({still_open}: not written yet)").format(
+                    still_open=", ".join(still_open)
+                )
+            raise
+    if still_open:
+        raise PartlyWritten(list(dict.fromkeys(label(c) for c, _a in written)), still_open)
+
+
+def tensors_of(inputs: dict) -> list[tuple[str, torch.Tensor]]:
+    """The check's input tensors, named as a message names them: at the top level and inside
+    lists and tuples (`batches[0][0]`), in a fixed order. Dicts (a module's weights, which
+    `load_state_dict` copies) are left out."""
+    found = []
+
+    def walk(name: str, value, depth: int = 0):
+        if type(value) is torch.Tensor:
+            found.append((name, value))
+        elif type(value) in (list, tuple) and depth < 3:
+            for i, item in enumerate(value):
+                walk(f"{name}[{i}]", item, depth + 1)
+
+    for key, value in inputs.items():
+        walk(key, value)
+    return found
+
+
+_IN_PLACE = Hint(
+    N_(
+        "an in-place operation (`+=`, `-=`, `/=`, or a method whose name ends in `_`) writes into "
+        "the tensor it was given, so the caller's tensor changes too. Make a new tensor instead: "
+        "a plain `+`, `-` or `/` does."
+    ),
+    more=N_(
+        "the output can be right and the caller still harmed: a tensor changed in place is "
+        "wrong the next time the caller uses it (positions added twice, a batch normalised "
+        "twice), and autograd refuses some such changes."
+    ),
+)
+
+
+def unchanged(inputs: dict, after: list, shown: dict | None = None) -> None:
+    """Fail if the learner's code changed one of its input tensors in place: `after` holds the
+    tensors as they were after the call (`tensors_of`'s order); `shown` maps an input's name to
+    the words the learner knows it by."""
+    before = tensors_of(inputs)
+    if type(after) is not list or len(after) != len(before):
+        raise ValueError("an answer that pack did not write")
+    for (name, tensor), then in zip(before, after, strict=True):
+        if type(then) is not torch.Tensor:
+            raise ValueError("an answer that pack did not write")
+        if then.shape != tensor.shape or not torch.equal(then, tensor):
+            root = name.split("[")[0]
+            said = (shown or {}).get(root, f"`{name}`")
+            fail(
+                _("your code changed {name}, one of its inputs, in place").format(name=said),
+                _IN_PLACE,
+            )
+
+
 def fail(problem: str, hint: str = ""):
     raise CheckFailed(problem, hint)
 
@@ -113,6 +226,21 @@ def compare(
     `_`). The hints are passed as written (`N_`): they are translated where they are shown.
     """
     where = _("in {what}, ").format(what=what) if what else ""
+    if type(got) in (float, int):
+        fail(
+            _("{where}it returned a Python number ({type}), not a tensor").format(
+                where=where, type=type(got).__name__
+            ),
+            Hint(
+                N_(
+                    "keep the tensor: turned into a plain Python number (by item or float), it "
+                    "leaves nothing for backward to run through."
+                ),
+                more=N_(
+                    "a loss is used as a tensor: the training step calls loss.backward() on it."
+                ),
+            ),
+        )
     if type(got) is not torch.Tensor:
         fail(
             _("{where}it should return a tensor, but returned {type}").format(

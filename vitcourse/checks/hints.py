@@ -1,18 +1,21 @@
-"""Hints in two tiers, and what a check says when the learner's own code raises inside it.
+"""Hints in three tiers, and what a check says when the learner's own code raises inside it.
 
 A good tutor nudges before telling. A failed check names what is wrong and gives the first tier:
 which quantity, which axis, which equation of the paper. A learner who wants more asks for it,
-`hint("attention")`, and gets the second tier, about the mistake the check found last. No tier
-writes the solution's code: that is in the teacher's copy only.
+`hint("attention")`, and gets the second tier, about the mistake the check found last. Asked
+again, `hint` gives the third: a smaller case worked by hand (a 4 × 4 image cut into 2 × 2
+patches, every number written out), or the shapes to expect at each step, for the learner to
+compare with their own. No tier writes the solution's code: that is in the teacher's copy only.
 
     Hint("the weights are not scaled: ...", more="the spread of q·k grows like ...")
 
-A `Hint` is a `str` (its first tier), so everything that reads a hint as text (the class
-grader's table, `str(CheckFailed)`) works unchanged. Both tiers are written in English and marked
-with `N_` (`Hint(N_("..."), more=N_("..."))`); each is translated where it is shown:
-`CheckFailed.shown_hint` for the first, `further` (what `hint(name)` prints) for the second. The
-few hints that name values (`count_parameters`' "did you leave out ...?") are written when the
-check fails, through `_`; translated again where shown, they stay as they are.
+A `Hint` (`checks.harness`) is a `str` (its first tier), so everything that reads a hint as text
+(the class grader's table, `str(CheckFailed)`) works unchanged. The tiers are written in English
+and marked with `N_` (`Hint(N_("..."), more=N_("..."))`, a check's `worked = N_("...")`); each is
+translated where it is shown: `CheckFailed.shown_hint` for the first, `further` (what `hint(name)`
+prints) for the others. The few hints that name values (`count_parameters`' "did you leave out
+...?") are written when the check fails, through `_`; translated again where shown, they stay as
+they are.
 """
 
 from __future__ import annotations
@@ -29,17 +32,8 @@ from vitcourse.language import _
 _PACKAGE = str(Path(__file__).resolve().parents[1])  # vitcourse/: its frames are never shown
 _LAST: dict[str, str] = {}  # exercise -> the second tier for the failure its check found last
 _MORE: dict[str, str] = {}  # exercise -> its second tier before any failure (the check's `more`)
-
-
-class Hint(str):
-    """A first-tier hint (the text) that carries a more specific second tier, `more`."""
-
-    more: str
-
-    def __new__(cls, first: str, more: str = "") -> Hint:
-        hint = super().__new__(cls, first)
-        hint.more = more
-        return hint
+_WORKED: dict[str, str] = {}  # exercise -> its third tier, a case worked by hand (`worked`)
+_ASKED: dict[str, int] = {}  # exercise -> how often hint(name) was asked since its last failure
 
 
 def second_tier(failed: CheckFailed) -> str:
@@ -47,26 +41,36 @@ def second_tier(failed: CheckFailed) -> str:
     return getattr(failed.hint, "more", "") or _MORE.get(failed.exercise, "")
 
 
-def remember(name: str, more: str = "", failed: CheckFailed | None = None) -> None:
-    """Note exercise `name`'s second tier (`more`), or the one for the failure it just had."""
+def remember(
+    name: str, more: str = "", failed: CheckFailed | None = None, worked: str = ""
+) -> None:
+    """Note exercise `name`'s second and third tiers (`more`, `worked`), or the second tier for
+    the failure it just had; `hint(name)` then starts again from the second tier."""
     if failed is None:
-        _MORE[name] = more
+        _MORE[name], _WORKED[name] = more, worked
     else:
         _LAST[name] = second_tier(failed)
+    _ASKED.pop(name, None)
 
 
 def forget(name: str) -> None:
     """Exercise `name` no longer fails: `hint(name)` goes back to its general second tier."""
     _LAST.pop(name, None)
+    _ASKED.pop(name, None)
 
 
-def further(name: str) -> str | None:
-    """Exercise `name`'s second tier now, as `hint(name)` prints it: about the mistake its check
-    found last, or the general one, in the language chosen now; None for a name no imported check
+def further(name: str) -> tuple[int, str] | None:
+    """The next tier of exercise `name`'s hints, as `hint(name)` prints it, and its number: the
+    second (about the mistake its check found last, or the general one) the first time it is asked,
+    the third (`worked`) after that, in the language chosen now; None for a name no imported check
     has registered."""
     if name not in _MORE:
         return None
-    return _(_LAST.get(name) or _MORE[name])
+    asked = _ASKED.get(name, 0)
+    _ASKED[name] = asked + 1
+    if asked == 0 or not _WORKED.get(name):
+        return 2, _(_LAST.get(name) or _MORE[name])
+    return 3, _(_WORKED[name])
 
 
 class LearnerRaised(CheckFailed):
@@ -98,12 +102,6 @@ def _their_line(error: BaseException) -> str:
             line = linecache.getline(code.co_filename, tb.tb_lineno).strip() or line
         tb = tb.tb_next
     return line[:120]
-
-
-def raised_hint(error: BaseException, raised: list[tuple[str, Hint]], fallback: Hint) -> Hint:
-    """The hint for an error: the first of `raised` whose text occurs in "Type: message"."""
-    said = f"{type(error).__name__}: {error}"
-    return next((h for text, h in raised if text in said), fallback)
 
 
 def describe(inputs: dict) -> str:

@@ -3,20 +3,24 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from vitcourse import mae
-from vitcourse.checks.harness import compare, fail, seeded
-from vitcourse.checks.hints import Hint
+from vitcourse.checks.harness import Hint, compare, fail, seeded
 from vitcourse.checks.registry import exercise
 from vitcourse.language import N_, _
 
-_B, _N, _RATIO = 256, 16, 0.75  # random_masking's check: images, patches per image, share hidden
+_B = 256  # random_masking's check: images per call
+# (patches per image, share hidden) of its three calls: the notebook's, one where round() and
+# int() differ (7.5 patches: 8 hidden), and another ratio.
+_CASES = ((16, 0.75), (10, 0.75), (12, 0.4))
 
 
-def _judge_masks(visible, mask) -> None:
+def _judge_masks(visible, mask, N: int, ratio: float) -> None:
     """Fail unless (visible, mask) are the right shapes and types and agree with each other."""
-    B, N, ratio = _B, _N, _RATIO
+    B = _B
     hidden = mae.hidden_count(N, ratio)
     if mask.shape != (B, N) or mask.dtype != torch.bool:
         fail(
@@ -38,6 +42,32 @@ def _judge_masks(visible, mask) -> None:
         if visible.shape == (B, hidden):
             said = _("visible holds {hidden} patches per image, expected {visible}")
             fail(said.format(hidden=hidden, visible=N - hidden), hint)
+        if int(N * ratio) != hidden and visible.shape == (B, N - int(N * ratio)):
+            said = _(
+                "with num_patches {count} and mask_ratio {ratio}, visible holds {got} patches per "
+                "image, expected {visible}"
+            )
+            fail(
+                said.format(count=N, ratio=ratio, got=N - int(N * ratio), visible=N - hidden),
+                Hint(
+                    N_(
+                        "the number hidden is round(N · mask_ratio), not int(N · mask_ratio): int() "
+                        "cuts 7.5 down to 7 where round() gives 8."
+                    ),
+                    more=N_(
+                        "round() takes a number to the nearest whole one; int() drops the fraction."
+                    ),
+                ),
+            )
+        if visible.shape[1] == N - round(N * 0.75) and ratio != 0.75:
+            said = _("with mask_ratio {ratio}, visible should be (B, V) = {shape}, got {got}")
+            fail(
+                said.format(ratio=ratio, shape=(B, N - hidden), got=tuple(visible.shape)),
+                N_(
+                    "the mask_ratio argument is ignored: the number hidden depends on it (the "
+                    "check tries 0.75 and 0.4)."
+                ),
+            )
         said = _("visible should be (B, V) = {shape}, got {got}")
         fail(said.format(shape=(B, N - hidden), got=tuple(visible.shape)), hint)
     if visible.dtype != torch.long:
@@ -80,11 +110,21 @@ class check_random_masking:
     increasing order; `mask` is True where hidden. Its randomness is not compared with the
     reference's (any good random choice passes), only its properties."""
 
-    called = N_("batch_size 256, num_patches 16, mask_ratio 0.75, a seeded generator")
+    called = N_(
+        "batch_size 256 with (num_patches, mask_ratio) (16, 0.75), (10, 0.75) and (12, 0.4), a "
+        "seeded generator"
+    )
     more = N_(
         "per image: a random order of its N patches (from noise drawn with the generator), the "
         "first V = N - round(N · mask_ratio) of that order visible and sorted, the rest hidden; "
         "mask True at the hidden ones."
+    )
+    worked = N_(
+        "num_patches 10 with mask_ratio 0.75 hides round(7.5) = 8 patches and keeps 2 visible; 16 "
+        "with 0.75 hides 12 and keeps 4. For one image of 4 patches with noise [0.3, 0.9, 0.1, "
+        "0.5], the order by noise (argsort) is [2, 0, 3, 1]; with mask_ratio 0.5 the first 2 of "
+        "it stay visible: [2, 0], sorted [0, 2]; mask is [False, True, False, True]. Run your "
+        "steps on that noise and compare."
     )
 
     @staticmethod
@@ -93,56 +133,73 @@ class check_random_masking:
 
     @staticmethod
     def run(random_masking, seed):
-        first = random_masking(_B, _N, _RATIO, torch.Generator().manual_seed(seed))
-        again = random_masking(_B, _N, _RATIO, torch.Generator().manual_seed(seed))
-        return first, again
+        answers = []
+        for N, ratio in _CASES:
+            first = random_masking(_B, N, ratio, torch.Generator().manual_seed(seed))
+            again = random_masking(_B, N, ratio, torch.Generator().manual_seed(seed))
+            answers.append((first, again))
+        return answers
 
     @staticmethod
     def judge(got, seed) -> None:
-        first, again = got
-        if not (isinstance(first, tuple) and len(first) == 2):
-            fail(_("it should return two tensors, (visible, mask)"))
-        visible, mask = first
-        if not isinstance(visible, torch.Tensor) or not isinstance(mask, torch.Tensor):
-            fail(_("it should return two tensors, (visible, mask)"))
-        _judge_masks(visible, mask)
-        if len({tuple(row) for row in visible.tolist()}) < _B // 2:
-            fail(
-                _("the images share the same visible patches"),
-                Hint(
-                    N_("each image needs its own random choice of patches."),
-                    more=N_("draw one row of noise per image, (B, N), not one row for the batch."),
-                ),
-            )
-        share = mask.float().mean(dim=0)  # how often each position is hidden: about mask_ratio
-        if share.min() < _RATIO - 0.15 or share.max() > _RATIO + 0.15:
-            fail(
-                _(
-                    "some positions are hidden far more often than others ({least} to {most}, "
-                    "expected about {ratio})"
-                ).format(least=f"{share.min():.2f}", most=f"{share.max():.2f}", ratio=_RATIO),
-                N_("every patch should be as likely to be hidden as any other."),
-            )
-        same = (
-            isinstance(again, tuple)
-            and len(again) == 2
-            and isinstance(again[0], torch.Tensor)
-            and torch.equal(again[0], visible)
+        if not (isinstance(got, list) and len(got) == len(_CASES)):
+            raise ValueError("an answer that pack did not write")
+        for answer, (N, ratio) in zip(got, _CASES, strict=True):
+            _judge_masking(answer, N, ratio)
+
+
+def _judge_masking(got, N: int, ratio: float) -> None:
+    """One call's verdict (made twice with the same seed): the masks, then their randomness."""
+    first, again = got
+    if not (isinstance(first, tuple) and len(first) == 2):
+        fail(_("it should return two tensors, (visible, mask)"))
+    visible, mask = first
+    if not isinstance(visible, torch.Tensor) or not isinstance(mask, torch.Tensor):
+        fail(_("it should return two tensors, (visible, mask)"))
+    _judge_masks(visible, mask, N, ratio)
+    choices = math.comb(N, N - mae.hidden_count(N, ratio))  # the different visible sets there are
+    if len({tuple(row) for row in visible.tolist()}) < min(_B, choices) // 2:
+        fail(
+            _("the images share the same visible patches"),
+            Hint(
+                N_("each image needs its own random choice of patches."),
+                more=N_("draw one row of noise per image, (B, N), not one row for the batch."),
+            ),
         )
-        if not same:
-            fail(
-                _("the same generator seed gave other patches"),
-                Hint(
-                    N_(
-                        "draw all the randomness from the `generator` argument, so that the same "
-                        "seed gives the same patches."
-                    ),
-                    more=N_(
-                        "torch's random functions (rand, randn, randperm...) take a generator as "
-                        "a keyword argument."
-                    ),
+    share = mask.float().mean(dim=0)  # how often each position is hidden: about mask_ratio
+    expected_share = mae.hidden_count(N, ratio) / N
+    if share.min() < expected_share - 0.15 or share.max() > expected_share + 0.15:
+        fail(
+            _(
+                "some positions are hidden far more often than others ({least} to {most}, "
+                "expected about {ratio})"
+            ).format(
+                least=f"{share.min():.2f}",
+                most=f"{share.max():.2f}",
+                ratio=f"{expected_share:.2f}",
+            ),
+            N_("every patch should be as likely to be hidden as any other."),
+        )
+    same = (
+        isinstance(again, tuple)
+        and len(again) == 2
+        and isinstance(again[0], torch.Tensor)
+        and torch.equal(again[0], visible)
+    )
+    if not same:
+        fail(
+            _("the same generator seed gave other patches"),
+            Hint(
+                N_(
+                    "draw all the randomness from the `generator` argument, so that the same "
+                    "seed gives the same patches."
                 ),
-            )
+                more=N_(
+                    "torch's random functions (rand, randn, randperm...) take a generator as "
+                    "a keyword argument."
+                ),
+            ),
+        )
 
 
 _LOSS_MORE = N_(
@@ -158,6 +215,12 @@ class check_masked_patch_loss:
 
     called = N_("predicted (3, 8, 12), target (3, 8, 12), mask (3, 8)")
     more = _LOSS_MORE
+    worked = N_(
+        "one image, two patches of two numbers: predicted [[[1, 1], [0, 0]]], target [[[0, 0], "
+        "[0, 0]]], mask [[True, False]]. Per patch the mean squared error is [[1, 0]]; over the "
+        "hidden patch only (the first) the loss is 1. With mask [[True, True]] it is 0.5. Run "
+        "yours on these tensors and compare."
+    )
 
     @staticmethod
     def inputs(seed: int) -> dict:

@@ -27,15 +27,22 @@ import io
 import json
 import os
 import time
-import traceback
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from vitcourse.checks.answers import pack, unpack
-from vitcourse.checks.harness import CheckFailed, NotWritten
-from vitcourse.checks.hints import Hint, LearnerRaised, forget, further, raised_hint, remember
+from vitcourse.checks.crashes import crash_hint
+from vitcourse.checks.harness import (
+    CheckFailed,
+    Hint,
+    NotWritten,
+    PartlyWritten,
+    tensors_of,
+    unchanged,
+)
+from vitcourse.checks.hints import LearnerRaised, forget, further, remember
 from vitcourse.language import N_, _
 
 
@@ -46,7 +53,10 @@ class Exercise:
     A check is three functions (see `checks.harness`): `inputs(seed)`, `run(learner, **inputs)`,
     which calls only the learner's code, and `judge(got, **inputs)`, which raises `CheckFailed` on
     a wrong answer. `answer` and `verdict` are the two sides the class grader keeps apart (the
-    learner's code in a sandbox, the verdict in its own process); `check` joins them."""
+    learner's code in a sandbox, the verdict in its own process); `check` joins them. The rest is
+    what the check says: its hints for errors the learner's code raises (`raised`), what it calls
+    that code with (`called`), its second and third tiers (`more`, `worked`) and the words a
+    message uses for its inputs (`shown`: `{"batches": "the images or labels of a batch"}`)."""
 
     name: str  # e.g. "patchify" or "MultiHeadSelfAttention"
     notebook: str  # the notebook's file name without ".ipynb", e.g. "01_patches"
@@ -54,26 +64,38 @@ class Exercise:
     inputs: Callable[[int], dict]
     run: Callable
     judge: Callable
+    raised: tuple = ()  # (a text the error contains, its Hint), for errors the learner's code raises
+    called: str = ""
+    more: str = ""
+    worked: str = ""
+    shown: tuple = ()  # (input, the words a message names it by)
 
     def answer(self, learner, inputs: dict) -> tuple[bytes, bytes]:
-        """The learner's side: run their code on (a copy of) `inputs`; what it returned, packed.
+        """The learner's side: run their code on a copy of `inputs`; what it returned and the
+        copy's tensors after the call (to see whether it changed them in place), packed.
         NotWritten while it raises NotImplementedError; their own errors propagate."""
+        given = copy.deepcopy(inputs)
         try:
-            return pack(self.run(learner, **copy.deepcopy(inputs)))
+            returned = self.run(learner, **given)
         except NotImplementedError as e:
             raise NotWritten from e
+        return pack((returned, [tensor for _name, tensor in tensors_of(given)]))
 
     def verdict(self, answer: tuple[bytes, bytes], inputs: dict) -> None:
-        """The judge's side: return on a right answer; CheckFailed, named after the exercise."""
+        """The judge's side: return on a right answer; CheckFailed, named after the exercise;
+        NotWritten (or PartlyWritten) when nothing (or only a part) is written."""
+        returned, after = unpack(*answer)
         try:
-            self.judge(unpack(*answer), **inputs)
+            unchanged(inputs, after, dict(self.shown))
+            self.judge(returned, **inputs)
         except CheckFailed as failed:
             failed.exercise = self.name
             raise
 
     def check(self, learner, seed: int = 0):
         """Both sides in this process: the learner's object back when right, the reference while
-        the exercise is open; CheckFailed when wrong."""
+        the exercise is open; CheckFailed when wrong; PartlyWritten when what is written is right
+        and a part is still open (the caller says so, and lends the reference)."""
         inputs = self.inputs(seed)
         try:
             answer = self.answer(learner, inputs)
@@ -82,8 +104,21 @@ class Exercise:
         except CheckFailed as failed:  # a module that does not take the reference's weights
             failed.exercise = self.name
             raise
-        self.verdict(answer, inputs)
+        try:
+            self.verdict(answer, inputs)
+        except PartlyWritten:
+            raise
+        except NotWritten:
+            return self.reference
         return learner
+
+    def crashed(self, error: BaseException) -> LearnerRaised:
+        """What the learner sees when their code raised `error` inside the check."""
+        failed = LearnerRaised(
+            error, self.called, crash_hint(error, self.raised, _CRASHED, self.more)
+        )
+        failed.exercise = self.name
+        return failed
 
 
 # A pass in a teacher's copy (the book executes those): shown by `progress()`, never counted.
@@ -105,7 +140,7 @@ _CRASHED = Hint(
     more=N_(
         "write each step's shape as a comment beside it, from the input's shape to the result's."
     ),
-)
+)  # the hint for an error of no known kind; its second tier is the exercise's own
 
 EXERCISES: dict[str, Exercise] = {}  # filled by @exercise as each check module is imported
 # The check modules, in the course's order: `exercises()` imports them all.
@@ -181,11 +216,22 @@ def exercise(name: str, notebook: str, reference):
     """
 
     def register(check: type) -> Callable:
-        registered = Exercise(name, notebook, reference, check.inputs, check.run, check.judge)
-        # what a check may add for the notebook: its second-tier hint, the hints for errors the
-        # learner's code raises inside it, and what it calls the learner's code with
-        raised, called = getattr(check, "raised", []), getattr(check, "called", "")
-        remember(name, getattr(check, "more", ""))
+        # what a check may add for the notebook: the hints for errors the learner's code raises
+        # inside it, what it calls the learner's code with, its second and third tiers
+        registered = Exercise(
+            name,
+            notebook,
+            reference,
+            check.inputs,
+            check.run,
+            check.judge,
+            raised=tuple(getattr(check, "raised", ())),
+            called=getattr(check, "called", ""),
+            more=getattr(check, "more", ""),
+            worked=getattr(check, "worked", ""),
+            shown=tuple(getattr(check, "shown", {}).items()),
+        )
+        remember(name, registered.more, worked=registered.worked)
 
         def check_cell(learner):
             if learner is reference:
@@ -201,14 +247,17 @@ def exercise(name: str, notebook: str, reference):
                 with warnings.catch_warnings():  # PyTorch's own advice here would be the fix
                     warnings.filterwarnings("ignore", message="The use of `x.T`")
                     result = registered.check(learner)
+            except PartlyWritten as partly:
+                _record(name, "not attempted")
+                print(_partly(name, partly))
+                return reference
             except CheckFailed as failed:
                 _record(name, "wrong")
                 remember(name, failed=failed)
                 raise
             except Exception as error:  # noqa: BLE001 - the learner's code may raise anything
                 _record(name, "error")
-                failed = LearnerRaised(error, called, raised_hint(error, raised, _CRASHED))
-                failed.exercise = name
+                failed = registered.crashed(error)
                 remember(name, failed=failed)
                 raise failed from None  # said in a few lines, without the check's frames
             forget(name)
@@ -224,6 +273,13 @@ def exercise(name: str, notebook: str, reference):
         return check_cell
 
     return register
+
+
+def _partly(name: str, partly: PartlyWritten) -> str:
+    return _(
+        "… {name}: {said}. The reference solution stands in until every part is written, so the "
+        "rest of the notebook runs."
+    ).format(name=name, said=partly.said())
 
 
 def _say_verdict(name: str, learner, lent: bool) -> None:
@@ -255,11 +311,18 @@ def hint(name: str) -> None:
     every = exercises()  # its check may not be imported yet in this kernel
     if name not in every:
         raise KeyError(_unknown(name, every))
-    text = further(name)  # in the language chosen
-    if text:
-        print(_("Hint for {name}: {text}").format(name=name, text=text))
-    else:
+    tier = further(name)  # (its number, its text in the language chosen)
+    if tier is None or not tier[1]:
         print(_("No further hint for {name}, sorry.").format(name=name))
+    elif tier[0] == 2:
+        print(_("Hint for {name}: {text}").format(name=name, text=tier[1]))
+    else:
+        print(
+            _(
+                "Worked by hand, for {name}: {text}\n(That is the last hint. Compare each step of "
+                "yours with it, on the same small inputs.)"
+            ).format(name=name, text=tier[1])
+        )
 
 
 def _unknown(name: str, every: dict) -> str:
@@ -289,9 +352,10 @@ def grade(name: str, learner) -> tuple[str, str]:
     """Run exercise `name`'s check on the learner's definition, quietly.
 
     Returns (status, hint): status is "passed", "wrong" (the hint is the check's message, naming
-    the likely mistake), "not attempted" (it still raises NotImplementedError, or it is the
-    course's own solution) or "error" (the learner's code raised something else; the hint says
-    what). Used by `vitcourse.classroom.grade`.
+    the likely mistake), "not attempted" (it still raises NotImplementedError, wholly or in a
+    part, which the hint names; or it is the course's own solution) or "error" (the learner's code
+    raised something else; the hint says what, and what to try). Used by
+    `vitcourse.classroom.grade`.
     """
     every = exercises()
     if name not in every:
@@ -302,10 +366,12 @@ def grade(name: str, learner) -> tuple[str, str]:
     try:
         with contextlib.redirect_stdout(io.StringIO()):
             result = every[name].check(learner)
+    except PartlyWritten as partly:
+        return "not attempted", partly.said()
     except CheckFailed as e:
         return "wrong", str(e)
     except Exception as e:  # noqa: BLE001 - the learner's code may raise anything
-        return "error", "".join(traceback.format_exception_only(type(e), e)).strip()
+        return "error", str(every[name].crashed(e))
     return ("passed", "") if result is learner else ("not attempted", "")
 
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import torch
 
 from vitcourse import scrambling
-from vitcourse.checks.harness import Mistakes, compare, seeded
-from vitcourse.checks.hints import Hint
+from vitcourse.checks.harness import Hint, Mistakes, compare, seeded
 from vitcourse.checks.registry import exercise
 from vitcourse.language import N_
 
-_B, _C, _SIDE, _P = 2, 3, 12, 4  # a 3 x 3 grid of 4 x 4 colour patches: N = 9, K = 48
-_N, _K = (_SIDE // _P) ** 2, _P * _P * _C
+# (B, C, side, P) of the check's two calls: a 3 x 3 grid of 4 x 4 colour patches (N = 9, K = 48),
+# then a 4 x 4 grid of 2 x 2 ones (N = 16, K = 12).
+_CASES = ((2, 3, 12, 4), (2, 3, 8, 2))
 
 _MORE = N_(
     "three steps: the images as patches, (B, N, K); the patches picked in patch_order, then each "
@@ -33,14 +33,18 @@ class check_scramble:
     result is patch `patch_order[n]` of the image, and number k inside each patch is its number
     `pixel_order[k]`."""
 
-    called = N_("images (2, 3, 12, 12), patch_size 4, patch_order (9,), pixel_order (48,)")
+    called = N_(
+        "images (2, 3, 12, 12) with patch_size 4, patch_order (9,) and pixel_order (48,); images "
+        "(2, 3, 8, 8) with patch_size 2, patch_order (16,) and pixel_order (12,)"
+    )
     raised = [
         (
             "out of bounds",
             Hint(
                 N_(
                     "an index is larger than the axis it picks from: each order goes with its own "
-                    "axis."
+                    "axis, and the patches must be cut with the patch_size given (the check tries "
+                    "4, then 2)."
                 ),
                 more=N_(
                     "patch_order picks among the N patches (axis 1 of the patches, (B, N, K)), "
@@ -51,33 +55,64 @@ class check_scramble:
     ]
     more = _MORE
 
+    worked = N_(
+        "a 1 × 1 × 4 × 4 image holding 0 to 15 row by row, patch_size 2, patch_order [1, 0, 2, 3] "
+        "and pixel_order [1, 0, 2, 3]. Its patches are [0, 1, 4, 5], [2, 3, 6, 7], [8, 9, 12, "
+        "13], [10, 11, 14, 15]; picked in patch_order, then each one's numbers in pixel_order: "
+        "[3, 2, 6, 7], [1, 0, 4, 5], [9, 8, 12, 13], [11, 10, 14, 15]; back as an image, its first "
+        "row reads 3 2 1 0. Run yours on it and compare."
+    )
+    shown = {
+        "more_images": "`images`",
+        "more_patch_order": "`patch_order`",
+        "more_pixel_order": "`pixel_order`",
+    }
+
     @staticmethod
     def inputs(seed: int) -> dict:
         generator = torch.Generator().manual_seed(seed)
-        return {
-            "images": seeded(_B, _C, _SIDE, _SIDE, seed=seed),
-            "patch_order": _order(_N, generator),
-            "pixel_order": _order(_K, generator),
-        }
+        given = {}
+        for prefix, (B, C, side, P) in zip(("", "more_"), _CASES, strict=True):
+            given[prefix + "images"] = seeded(B, C, side, side, seed=seed + len(given))
+            given[prefix + "patch_order"] = _order((side // P) ** 2, generator)
+            given[prefix + "pixel_order"] = _order(P * P * C, generator)
+        return given
 
     @staticmethod
-    def run(scramble, images, patch_order, pixel_order):
-        return scramble(images, _P, patch_order, pixel_order)
+    def run(
+        scramble, images, patch_order, pixel_order, more_images, more_patch_order, more_pixel_order
+    ):
+        return [
+            scramble(images, _CASES[0][-1], patch_order, pixel_order),
+            scramble(more_images, _CASES[1][-1], more_patch_order, more_pixel_order),
+        ]
 
     @staticmethod
-    def judge(got, images, patch_order, pixel_order) -> None:
-        compare(
-            got,
-            scrambling.scramble(images, _P, patch_order, pixel_order),
-            _mistakes(images, patch_order, pixel_order),
-            generic=Hint(N_("some numbers are not where the two orders put them."), more=_MORE),
-            shape_hints={
-                (_B, _N, _K): N_(
-                    "that is the scrambled patches, (B, N, K): give them back as "
-                    "images, (B, C, H, W), with unpatchify."
-                )
-            },
+    def judge(
+        got, images, patch_order, pixel_order, more_images, more_patch_order, more_pixel_order
+    ) -> None:
+        if not (isinstance(got, list) and len(got) == 2):
+            raise ValueError("an answer that pack did not write")
+        calls = (
+            (images, patch_order, pixel_order),
+            (more_images, more_patch_order, more_pixel_order),
         )
+        for answer, (x, patches_by, numbers_by), (B, C, side, P) in zip(
+            got, calls, _CASES, strict=True
+        ):
+            N, K = (side // P) ** 2, P * P * C
+            compare(
+                answer,
+                scrambling.scramble(x, P, patches_by, numbers_by),
+                _mistakes(x, P, patches_by, numbers_by),
+                generic=Hint(N_("some numbers are not where the two orders put them."), more=_MORE),
+                shape_hints={
+                    (B, N, K): N_(
+                        "that is the scrambled patches, (B, N, K): give them back as "
+                        "images, (B, C, H, W), with unpatchify."
+                    )
+                },
+            )
 
 
 # The hints for an order used backwards (the first two of `_mistakes`).
@@ -103,13 +138,15 @@ _NUMBERS_BACKWARDS = Hint(
 )
 
 
-def _mistakes(images, patch_order, pixel_order) -> Mistakes:
+def _mistakes(images, P: int, patch_order, pixel_order) -> Mistakes:
     """The classic slips, each with what it would return for these inputs."""
+    B = images.shape[0]
+    N, K = len(patch_order), len(pixel_order)
 
     def scrambled(patches_by, numbers_by):
-        return scrambling.scramble(images, _P, patches_by, numbers_by)
+        return scrambling.scramble(images, P, patches_by, numbers_by)
 
-    identity = (torch.arange(_N), torch.arange(_K))
+    identity = (torch.arange(N), torch.arange(K))
     back = (patch_order.argsort(), pixel_order.argsort())  # each order undone
     return [
         (_PATCHES_BACKWARDS, lambda: scrambled(back[0], pixel_order)),
@@ -152,7 +189,7 @@ def _mistakes(images, patch_order, pixel_order) -> Mistakes:
                     "notebook 01."
                 ),
             ),
-            lambda: images.reshape(_B, _N, _K)[:, patch_order][:, :, pixel_order].reshape(
+            lambda: images.reshape(B, N, K)[:, patch_order][:, :, pixel_order].reshape(
                 images.shape
             ),
         ),

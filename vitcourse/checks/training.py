@@ -9,29 +9,38 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from vitcourse.checks.harness import Mistakes, compare, fail, randomized, seeded
-from vitcourse.checks.hints import Hint
+from vitcourse.checks.harness import Hint, Mistakes, compare, fail, randomized, seeded
 from vitcourse.checks.registry import exercise
 from vitcourse.language import N_, _
 from vitcourse.training import loop
 
 
 def _tiny_model() -> nn.Module:
-    return nn.Sequential(nn.Flatten(), nn.Linear(12, 16), nn.GELU(), nn.Linear(16, 3))
+    """A model whose training and evaluation modes differ, as a ViT's do (dropout): BatchNorm
+    normalises with the batch's statistics in training mode and with its running ones in
+    evaluation mode, with no randomness for the two sides to share."""
+    return nn.Sequential(
+        nn.Flatten(), nn.Linear(12, 16), nn.BatchNorm1d(16), nn.GELU(), nn.Linear(16, 3)
+    )
+
+
+# (label_smoothing, grad_clip) of the check's two runs: the notebook's, and others that show
+# whether the step uses its arguments.
+_SETTINGS = ((0.1, 1.0), (0.3, 0.25))
 
 
 def _run_steps(
     step: Callable, state: dict, batches: list, label_smoothing: float = 0.1, grad_clip: float = 1.0
 ):
     """Two steps with `step` on the tiny model, from the weights `state`, with its AdamW; the
-    losses and the final weights. Both sides use it: `run` with the learner's step, `judge` with
-    the reference's and the mistakes'."""
+    losses, the final weights and whether the model is still in training mode. Both sides use it:
+    `run` with the learner's step, `judge` with the reference's and the mistakes'."""
     model = _tiny_model()
     model.load_state_dict(state)
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=0.05, weight_decay=0.05)
     losses = [step(model, optimizer, x, y, label_smoothing, grad_clip) for x, y in batches]
-    return losses, torch.cat([p.detach().flatten() for p in model.parameters()])
+    return losses, torch.cat([p.detach().flatten() for p in model.parameters()]), model.training
 
 
 _STEP_MORE = N_(
@@ -40,11 +49,15 @@ _STEP_MORE = N_(
 )
 
 
-def _step_mistakes(state, batches) -> Mistakes:
+def _step_mistakes(state, batches, label_smoothing: float, grad_clip: float) -> Mistakes:
     """The classic slips in a training step, each as the weights it would leave after two steps."""
 
-    def without(zero=True, clip=True, update=True, smoothing=True):
+    def without(zero=True, clip=True, update=True, smoothing=True, train=True, fixed=False):
         def step(model, optimizer, x, y, label_smoothing, grad_clip):
+            if not train:
+                model.eval()
+            if fixed:  # the notebook's values written into the step
+                label_smoothing, grad_clip = _SETTINGS[0]
             smoothed = label_smoothing if smoothing else 0
             loss = F.cross_entropy(model(x), y, label_smoothing=smoothed)
             if zero:
@@ -56,7 +69,7 @@ def _step_mistakes(state, batches) -> Mistakes:
                 optimizer.step()
             return loss
 
-        return _run_steps(step, state, batches)[1]
+        return _run_steps(step, state, batches, label_smoothing, grad_clip)[1]
 
     mistakes = [
         (
@@ -101,7 +114,35 @@ def _step_mistakes(state, batches) -> Mistakes:
             ),
             lambda: without(smoothing=False),
         ),
+        (
+            Hint(
+                N_(
+                    "the step puts the model in evaluation mode: dropout and BatchNorm then "
+                    "behave as at test time, and the model does not train as it should. The "
+                    "trainer sets training mode before the steps; the step leaves the mode alone."
+                ),
+                more=N_(
+                    "model.eval() belongs to evaluation (with torch.no_grad()), after the "
+                    "training steps; this check's model has a BatchNorm layer, which shows it."
+                ),
+            ),
+            lambda: without(train=False),
+        ),
     ]
+    if (label_smoothing, grad_clip) != _SETTINGS[0]:
+        mistakes.append(
+            (
+                Hint(
+                    N_(
+                        "the step ignores its label_smoothing and grad_clip arguments: it uses "
+                        "the notebook's values whatever it is given (the check also tries "
+                        "label_smoothing 0.3 and grad_clip 0.25)."
+                    ),
+                    more=N_("use the arguments' names where the numbers are."),
+                ),
+                lambda: without(fixed=True),
+            )
+        )
     return mistakes
 
 
@@ -109,19 +150,30 @@ def _step_mistakes(state, batches) -> Mistakes:
 class check_train_step:
     """Check `fn(model, optimizer, images, labels, label_smoothing, grad_clip) -> loss`: one
     optimisation step, as `vitcourse.training.loop.train_step` takes it. The loss may come back as a
-    tensor or as a number (`.item()`); the check puts the model in training mode itself."""
+    tensor or as a number (`.item()`): accepted on purpose, the trainer only prints it. The check
+    puts the model in training mode itself, and the step must leave it so."""
 
     called = N_(
-        "a tiny model (Linear 12 -> 16 -> 3) with AdamW, two batches of images (8, 1, 3, 4) and "
-        "labels (8,), label_smoothing 0.1, grad_clip 1.0"
+        "a tiny model (Linear 12 -> 16, BatchNorm, Linear 16 -> 3) with AdamW, two batches of "
+        "images (8, 1, 3, 4) and labels (8,), with label_smoothing 0.1 and grad_clip 1.0, then "
+        "with 0.3 and 0.25"
     )
     more = _STEP_MORE
+    worked = N_(
+        "the order, with what each line changes: the logits (nothing yet); the loss with "
+        "label_smoothing (nothing yet); the optimizer's zero_grad() (every .grad emptied); "
+        "loss.backward() (every .grad filled with this batch's gradient); the clipping (the .grad "
+        "rescaled so that their total norm is at most grad_clip); the optimizer's step() (the "
+        "weights move); return the loss. Print one parameter's .grad norm and its first value "
+        "after each line of yours, and compare."
+    )
+    shown = {"batches": N_("the images or labels of a batch")}
 
     @staticmethod
     def inputs(seed: int) -> dict:
-        """A tiny seeded model's weights and two batches whose gradients exceed the clip norm."""
+        """A tiny seeded model's weights and two batches whose gradients exceed the clip norms."""
         return {
-            "state": randomized(_tiny_model(), seed).state_dict(),
+            "state": randomized(_tiny_model(), seed).train().state_dict(),
             "batches": [
                 (seeded(8, 1, 3, 4, seed=seed + s) * 3, torch.arange(8) % 3) for s in (1, 2)
             ],
@@ -129,43 +181,54 @@ class check_train_step:
 
     @staticmethod
     def run(train_step, state, batches):
-        return _run_steps(train_step, state, batches)
+        return [_run_steps(train_step, state, batches, *setting) for setting in _SETTINGS]
 
     @staticmethod
     def judge(got, state, batches) -> None:
-        losses, weights = got
-        expected_losses, expected = _run_steps(loop.train_step, state, batches)
-        if not all(
-            isinstance(loss, float | int) or (isinstance(loss, torch.Tensor) and loss.numel() == 1)
-            for loss in losses
-        ):
-            fail(
-                _("it should return the batch's loss, one number (a tensor, or its .item())"),
-                N_("return the loss the step computed."),
-            )
+        if not (isinstance(got, list) and len(got) == len(_SETTINGS)):
+            raise ValueError("an answer that pack did not write")
+        for answer, setting in zip(got, _SETTINGS, strict=True):
+            _judge_steps(answer, state, batches, *setting)
 
-        mistakes = _step_mistakes(state, batches)
-        # The weights first: a wrong step shows there, and then changes the second batch's loss too.
-        compare(
-            weights,
-            expected,
-            mistakes,
-            generic=Hint(N_("check the step's parts and their order."), more=_STEP_MORE),
-            what=_("the weights after two steps"),
+
+def _judge_steps(got, state, batches, label_smoothing: float, grad_clip: float) -> None:
+    """One setting's verdict: the weights after two steps, the mode, then the returned losses."""
+    losses, weights, training = got
+    expected_losses, expected, _mode = _run_steps(
+        loop.train_step, state, batches, label_smoothing, grad_clip
+    )
+    if not all(
+        isinstance(loss, float | int) or (isinstance(loss, torch.Tensor) and loss.numel() == 1)
+        for loss in losses
+    ):
+        fail(
+            _("it should return the batch's loss, one number (a tensor, or its .item())"),
+            N_("return the loss the step computed."),
         )
-        compare(
-            torch.stack(
-                [torch.as_tensor(loss, dtype=torch.float32).reshape(()) for loss in losses]
-            ),
-            torch.stack(expected_losses).detach(),
-            generic=Hint(
-                N_(
-                    "return the batch's loss: the cross-entropy (with label smoothing) of the "
-                    "model's logits against the labels."
-                ),
-                more=N_(
-                    "the loss of the logits computed at the start of the step, before the update."
-                ),
-            ),
-            what=_("the returned losses"),
+    mistakes = _step_mistakes(state, batches, label_smoothing, grad_clip)
+    said = _("the weights after two steps (label_smoothing {smoothing}, grad_clip {clip})")
+    # The weights first: a wrong step shows there, and then changes the second batch's loss too.
+    compare(
+        weights,
+        expected,
+        mistakes,
+        generic=Hint(N_("check the step's parts and their order."), more=_STEP_MORE),
+        what=said.format(smoothing=label_smoothing, clip=grad_clip),
+    )
+    if training is not True:
+        fail(
+            _("after your step the model is in evaluation mode"),
+            mistakes[-1][0] if (label_smoothing, grad_clip) == _SETTINGS[0] else mistakes[-2][0],
         )
+    compare(
+        torch.stack([torch.as_tensor(loss, dtype=torch.float32).reshape(()) for loss in losses]),
+        torch.stack(expected_losses).detach(),
+        generic=Hint(
+            N_(
+                "return the batch's loss: the cross-entropy (with label smoothing) of the "
+                "model's logits against the labels."
+            ),
+            more=N_("the loss of the logits computed at the start of the step, before the update."),
+        ),
+        what=_("the returned losses"),
+    )

@@ -9,6 +9,7 @@ import torch
 from vitcourse import vit
 from vitcourse.checks.answers import type_name
 from vitcourse.checks.harness import (
+    Hint,
     Mistakes,
     compare,
     fail,
@@ -16,7 +17,6 @@ from vitcourse.checks.harness import (
     run_with_reference_weights,
     seeded,
 )
-from vitcourse.checks.hints import Hint
 from vitcourse.checks.registry import exercise
 from vitcourse.language import N_, _
 from vitcourse.presets import PRESETS
@@ -133,6 +133,12 @@ class check_vision_transformer:
         ),
     ]
     more = _VIT_MORE
+    worked = N_(
+        "the shapes for the check's images (2, 3, 16, 16), patch size 4, D = 12 and 5 classes: "
+        "patch_embed gives (2, 16, 12); with the cls token in front and the positions added, (2, "
+        "17, 12); after each block, (2, 17, 12); after the final norm, (2, 17, 12); the cls "
+        "token, (2, 12); the head, (2, 5). Print yours after each step and compare."
+    )
 
     @staticmethod
     def inputs(seed: int) -> dict:
@@ -169,12 +175,35 @@ class check_vision_transformer:
             )
 
 
+def _drawn_config(generator: torch.Generator, **switches) -> vit.ViTConfig:
+    """A small ViT whose sizes are drawn from `generator`: a count written as a table of numbers
+    cannot know them."""
+
+    def pick(low: int, high: int) -> int:
+        return int(torch.randint(low, high + 1, (1,), generator=generator))
+
+    heads, patch = (1, 2, 4)[pick(0, 2)], pick(2, 4)
+    dim = 4 * pick(1, 6)  # a multiple of 4, as sin-cos positions need; every head count divides it
+    return vit.ViTConfig(
+        image_size=patch * pick(2, 4),
+        patch_size=patch,
+        in_channels=pick(1, 3),
+        num_classes=pick(2, 10),
+        dim=dim,
+        depth=pick(1, 3),
+        num_heads=heads,
+        mlp_dim=dim * pick(1, 4),
+        **switches,
+    )
+
+
 @exercise("count_parameters", "05_vision_transformer", count_parameters)
 class check_parameter_count:
-    """Check `fn(config) -> int`: a ViT's number of trainable parameters, from its sizes alone."""
+    """Check `fn(config) -> int`: a ViT's number of trainable parameters, from its sizes alone.
+    The three small configs' sizes are drawn from the check's seed."""
 
     called = N_(
-        "five configs: a tiny ViT, the same without qkv biases, the same with sin-cos positions, "
+        "five configs: a small ViT, another without qkv biases, another with sin-cos positions, "
         "course-28/7 and vit-base/16"
     )
     more = N_(
@@ -182,14 +211,23 @@ class check_parameter_count:
         "of each of its parts (patch_embed, blocks[0], norm, head...) to find the piece you count "
         "differently."
     )
+    worked = N_(
+        "ViTConfig(image_size=8, patch_size=4, in_channels=1, num_classes=2, dim=4, depth=1, "
+        "num_heads=1, mlp_dim=8), piece by piece: patch_embed 1·4·4·4 + 4 = 68; the cls token 4; "
+        "the positions (4 + 1)·4 = 20; one block: its two norms 2·(4 + 4) = 16, qkv 4·12 + 12 = "
+        "60, proj 4·4 + 4 = 20, mlp 4·8 + 8 + 8·4 + 4 = 76, so 172; the final norm 8; the head "
+        "4·2 + 2 = 10: 282 in all, as VisionTransformer(config).num_parameters() says. Run yours "
+        "on that config and compare piece by piece."
+    )
 
     @staticmethod
-    def inputs(seed: int) -> dict:  # the same five models for every seed
+    def inputs(seed: int) -> dict:
+        generator = torch.Generator().manual_seed(seed)
         configs = [
-            vit.ViTConfig(**_TINY),
+            _drawn_config(generator),
             # the two switches that change the count, one model each so each mistake has its hint
-            vit.ViTConfig(**_TINY, qkv_bias=False),
-            vit.ViTConfig(**_TINY, pos_embed="sincos"),
+            _drawn_config(generator, qkv_bias=False),
+            _drawn_config(generator, pos_embed="sincos"),
             PRESETS["course-28/7"],
             PRESETS["vit-base/16"],
         ]
@@ -201,8 +239,11 @@ class check_parameter_count:
 
     @staticmethod
     def judge(got, configs) -> None:
-        for fields, answer in zip(configs, got, strict=True):
-            config = vit.ViTConfig(**fields)
+        if not (isinstance(got, list) and len(got) == len(configs)):
+            raise ValueError("an answer that pack did not write")
+        models = [vit.ViTConfig(**fields) for fields in configs]
+        gaps = []
+        for config, answer in zip(models, got, strict=True):
             if type(answer) not in (int, float):
                 fail(
                     _(
@@ -210,10 +251,10 @@ class check_parameter_count:
                         "returned {type}"
                     ).format(config=config, type=type_name(answer))
                 )
-            expected = count_parameters(config)
-            if answer == expected:
+            gaps.append(count_parameters(config) - answer)
+        for config, answer, gap in zip(models, got, gaps, strict=True):
+            if gap == 0:
                 continue
-            gap = expected - answer
             if gap > 0:
                 said = _(
                     "for {config} it gives {answer}: {gap} fewer than the model has ({expected})"
@@ -222,12 +263,17 @@ class check_parameter_count:
                 said = _(
                     "for {config} it gives {answer}: {gap} more than the model has ({expected})"
                 )
-            numbers = {"answer": f"{answer:,}", "gap": f"{abs(gap):,}", "expected": f"{expected:,}"}
-            fail(said.format(config=config, **numbers), _count_hint(config, gap))
+            numbers = {
+                "answer": f"{answer:,}",
+                "gap": f"{abs(gap):,}",
+                "expected": f"{count_parameters(config):,}",
+            }
+            fail(said.format(config=config, **numbers), _count_hint(config, gap, models, gaps))
 
 
-def _count_hint(config: vit.ViTConfig, gap) -> str:
-    """The hint for a count `gap` short of `config`'s model (or, negative, over it)."""
+def _count_hint(config: vit.ViTConfig, gap, models: list, gaps: list) -> str:
+    """The hint for a count `gap` short of `config`'s model (or, negative, over it); `models` and
+    `gaps` are every config's, which tell apart two slips of the same size."""
     D, L = config.dim, config.depth
     if gap > 0:
         # What each piece adds; a learner's count that is off by exactly one of them left it out.
@@ -245,6 +291,16 @@ def _count_hint(config: vit.ViTConfig, gap) -> str:
             N_("the classifier head (D x classes + classes)"): D * config.num_classes
             + config.num_classes,
         }
+        if gap == D and config.pos_embed == "learned":
+            # D short: the cls token, or the cls token's row of the position table. A model with
+            # sin-cos positions (no table counted) tells them apart: right there, it is the row.
+            fixed = [g for m, g in zip(models, gaps, strict=True) if m.pos_embed != "learned"]
+            if fixed and all(g == 0 for g in fixed):
+                return N_(
+                    "the position table has T = N + 1 rows, one for the cls token too: you count "
+                    "N × D (your count is right for the model with sin-cos positions, which has "
+                    "no table)."
+                )
         said = _("did you leave out {part}?")
         guesses = [said.format(part=_(part)) for part, n in left_out.items() if n == gap]
     else:
