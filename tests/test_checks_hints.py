@@ -295,3 +295,33 @@ def test_what_the_checks_say_is_extracted_for_the_translators(monkeypatch):
         texts += [t for h in _hints_given(name, monkeypatch) for t in (h, getattr(h, "more", ""))]
         missing = [text for text in texts if text and not extracted(text)]
         assert not missing, (name, missing)
+
+
+def test_a_third_hint_works_a_smaller_case_and_then_says_it_is_the_last(capsys):
+    def plain_reshape(images, patch_size):
+        B, C = images.shape[:2]
+        return images.reshape(B, -1, patch_size * patch_size * C)
+
+    with pytest.raises(checks.CheckFailed):
+        checks.check_patchify(plain_reshape)
+    said = []
+    for _ in range(3):
+        checks.hint("patchify")
+        said.append(capsys.readouterr().out)
+    assert said[0].startswith("Hint for patchify: ") and "split the height" in said[0]
+    assert said[1].startswith("Worked by hand, for patchify: ") and "[0, 1, 4, 5]" in said[1]
+    assert "last hint" in said[1] and said[2] == said[1]  # asked again: the same, said as last
+    assert not [code for code in SOLUTION if code in said[1]]
+    with pytest.raises(checks.CheckFailed):  # a new failure: the tiers start again
+        checks.check_patchify(plain_reshape)
+    checks.hint("patchify")
+    assert capsys.readouterr().out == said[0]
+
+
+@pytest.mark.parametrize("name", list(checks.EXERCISES))
+def test_every_exercise_has_a_third_tier_of_its_own_without_code_of_the_solution(name):
+    worked = checks.EXERCISES[name].worked
+    assert len(worked) > 150
+    assert not [code for code in SOLUTION if code in worked]
+    others = [e.worked for n, e in checks.EXERCISES.items() if n != name]
+    assert worked not in others

@@ -325,3 +325,25 @@ def test_a_teachers_copy_executed_in_a_fresh_kernel_shows_its_checks_in_progress
     assert checked.startswith("✓ patchify: correct")
     assert "✓ patchify: correct with the teacher's solution (not counted)" in listed
     assert "the rest of the course: 0 of 15 exercises passed" in listed
+
+
+_FUNCTIONS = [
+    name
+    for name, e in checks.exercises().items()
+    if not isinstance(e.reference, type) and name not in ("count_parameters", "random_masking")
+]
+
+
+@pytest.mark.parametrize("name", _FUNCTIONS)
+def test_a_function_that_changes_its_callers_tensor_in_place_is_caught(name):
+    reference = checks.EXERCISES[name].reference
+
+    def in_place(*args, **kwargs):
+        out = reference(*args, **kwargs)
+        first = next(a for a in args if isinstance(a, torch.Tensor))
+        first.add_(1)  # right output, and the caller's tensor changed
+        return out
+
+    status, hint = checks.grade(name, in_place)
+    assert status == "wrong" and "one of its inputs, in place" in hint, hint
+    assert "a plain `+`, `-` or `/`" in hint

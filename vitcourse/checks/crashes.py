@@ -72,7 +72,7 @@ KINDS = (
     ),
     Kind(
         ("AttributeError",),
-        r"'(?P<type>\w+)' object has no attribute '(?P<name>\w+)'",
+        r"'(?P<type>[\w.]+)' object has no attribute '(?P<name>\w+)'",
         N_(
             "a {type} has no attribute `{name}`: check the name's spelling, and that the object is "
             "the one you meant."
@@ -131,7 +131,7 @@ KINDS = (
     ),
     Kind(
         ("TypeError",),
-        r"'(?P<type>\w+)' object is not callable",
+        r"'(?P<type>[\w.]+)' object is not callable",
         N_(
             "a {type} was called like a function, with ( ): `x.shape(0)` where `x.shape[0]` is "
             "meant, or a name that now holds a value instead of a function?"
@@ -186,7 +186,7 @@ def _names(message: str) -> str:
             words = part.split("=")[0].split()
             if words and words[-1] not in names and words[-1] != "*":
                 names.append(words[-1])
-    return ": " + ", ".join(names) if names else ""
+    return ": " + ", ".join(names[:8]) if names else ""
 
 
 def by_kind(error: BaseException) -> Hint | None:

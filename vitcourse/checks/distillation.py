@@ -186,7 +186,7 @@ class check_distillation_loss:
         "guess also 0.693; the loss is 0.5 · 0.693 + 0.5 · 0.693 = 0.693. Soft, alpha 0.5, tau "
         "2: the teacher softened, [1, 0], gives the probabilities [0.731, 0.269], the student "
         "[0.5, 0.5]; KL(teacher ‖ student) = 0.731 · ln(0.731 / 0.5) + 0.269 · ln(0.269 / 0.5) ≈ "
-        "0.111, times τ² = 4, 0.444; the loss is 0.5 · 0.693 + 0.5 · 0.444 ≈ 0.569. Run yours on "
+        "0.111, times τ² = 4, 0.444; the loss is 0.5 · 0.693 + 0.5 · 0.444 ≈ 0.568. Run yours on "
         "these and compare."
     )
 

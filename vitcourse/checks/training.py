@@ -161,11 +161,11 @@ class check_train_step:
     more = _STEP_MORE
     worked = N_(
         "the order, with what each line changes: the logits (nothing yet); the loss with "
-        "label_smoothing (nothing yet); the optimizer's zero_grad() (every .grad emptied); "
-        "loss.backward() (every .grad filled with this batch's gradient); the clipping (the .grad "
-        "rescaled so that their total norm is at most grad_clip); the optimizer's step() (the "
-        "weights move); return the loss. Print one parameter's .grad norm and its first value "
-        "after each line of yours, and compare."
+        "label_smoothing (nothing yet); the optimizer's zero_grad() (every .grad emptied); the "
+        "backward pass from the loss (every .grad filled with this batch's gradient); the "
+        "clipping (the .grad rescaled so that their total norm is at most grad_clip); the "
+        "optimizer's step() (the weights move); return the loss. Print one parameter's .grad "
+        "norm and its first value after each line of yours, and compare."
     )
     shown = {"batches": N_("the images or labels of a batch")}
 

@@ -74,7 +74,9 @@ def probe(name: str, module: str, given: Path, out: Path) -> None:
     except BaseException as e:  # noqa: BLE001 - the student's code may raise anything
         if isinstance(e.__context__, UsesCourseSolution) or "UsesCourseSolution" in repr(e):
             return outcome("uses the course's solution")
-        return outcome("error", "".join(traceback.format_exception_only(type(e), e)).strip())
+        if not isinstance(e, Exception):  # SystemExit, KeyboardInterrupt: Python's own words
+            return outcome("error", "".join(traceback.format_exception_only(type(e), e)).strip())
+        return outcome("error", str(exercise.crashed(e)))  # the error, and the hint for its kind
     (out / "answer.safetensors").write_bytes(tensors)
     (out / "answer.json").write_bytes(structure)
 

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import torch
 
-from vitcourse.checks.harness import CheckFailed, WeightsMismatch
+from vitcourse.checks.harness import CheckFailed, NotWritten, PartlyWritten, WeightsMismatch
 from vitcourse.checks.registry import exercises
 from vitcourse.classroom import gradebook, sandbox
 from vitcourse.classroom.grade_solutions import carries_solution, package_without
@@ -265,6 +265,10 @@ def probe(
         return "error", why.format(name=name), ""
     try:
         exercise.verdict(packed, inputs)
+    except PartlyWritten as partly:  # the written part is right; another still raises
+        return "not attempted", partly.said(), ""
+    except NotWritten:  # every part still raises NotImplementedError
+        return "not attempted", "", ""
     except CheckFailed as failed:  # the check's message and hint, in the language chosen
         return "wrong", str(failed), getattr(failed, "shown_hint", failed.hint)
     except Exception:  # noqa: BLE001 - an answer file the sandbox forged or broke
