@@ -4,13 +4,17 @@ Used by the exercises in notebooks 01-09. The package mirrors the modules it che
 `checks.patching` checks `vitcourse.patching`, `checks.attention` checks `vitcourse.attention`, and
 so on (`checks.training` checks the loop, `vitcourse.training.loop`, and `checks.distillation`
 checks `vitcourse.training.distillation`); the reference solutions live in their concept's module.
-Four rooms serve them all::
+Six rooms serve them all::
 
     harness    run the learner's code on seeded inputs, compare with the reference, and fail
                with the hint that names the likely mistake (`compare`, `CheckFailed`)
     answers    what the learner's code returned, as plain data that cannot carry code
-    hints      hints in two tiers (`Hint`, and the second tier each exercise keeps), and the
-               few lines said when the learner's own code raises inside a check
+    hints      hints in three tiers (the first a `Hint`'s text, the second its `more` or the
+               exercise's, the third a small case worked by hand), and the few lines said when
+               the learner's own code raises inside a check
+    crashes    the first sentence for each kind of error the learner's code raises
+    exercise   one exercise: its check's two sides (the learner's `answer`, the judge's
+               `verdict`) and what it says when the learner's code crashes
     registry   `@exercise(name, notebook, reference)`: the verdict the notebook prints
                ("correct", "not written yet"), `hint("attention")` (the second tier), the
                progress file, `progress()` and `grade()`; `exercises()`, all of them in order
@@ -28,10 +32,10 @@ reference, so the rest of the notebook runs.
 
 import importlib
 
+from vitcourse.checks.exercise import Exercise
 from vitcourse.checks.harness import CheckFailed, Hint
 from vitcourse.checks.registry import (
     CHECK_MODULES,
-    Exercise,
     assert_written,
     exercise_results,
     exercises,

@@ -20,7 +20,6 @@ the learner sees, written once here for every check:
 from __future__ import annotations
 
 import contextlib
-import copy
 import importlib
 import inspect
 import io
@@ -29,97 +28,12 @@ import os
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
-from vitcourse.checks.answers import pack, unpack
-from vitcourse.checks.crashes import crash_hint
-from vitcourse.checks.harness import (
-    CheckFailed,
-    Hint,
-    NotWritten,
-    PartlyWritten,
-    tensors_of,
-    unchanged,
-)
-from vitcourse.checks.hints import LearnerRaised, forget, further, remember
+from vitcourse.checks.exercise import Exercise
+from vitcourse.checks.harness import CheckFailed, PartlyWritten
+from vitcourse.checks.hints import forget, further, remember
 from vitcourse.language import N_, _
-
-
-@dataclass(frozen=True)
-class Exercise:
-    """One exercise: the name the learner defines (and the check rebinds), its notebook, its check.
-
-    A check is three functions (see `checks.harness`): `inputs(seed)`, `run(learner, **inputs)`,
-    which calls only the learner's code, and `judge(got, **inputs)`, which raises `CheckFailed` on
-    a wrong answer. `answer` and `verdict` are the two sides the class grader keeps apart (the
-    learner's code in a sandbox, the verdict in its own process); `check` joins them. The rest is
-    what the check says: its hints for errors the learner's code raises (`raised`), what it calls
-    that code with (`called`), its second and third tiers (`more`, `worked`) and the words a
-    message uses for its inputs (`shown`: `{"batches": "the images or labels of a batch"}`)."""
-
-    name: str  # e.g. "patchify" or "MultiHeadSelfAttention"
-    notebook: str  # the notebook's file name without ".ipynb", e.g. "01_patches"
-    reference: object  # the course's solution, which the check lends while the exercise is open
-    inputs: Callable[[int], dict]
-    run: Callable
-    judge: Callable
-    raised: tuple = ()  # (a text the error contains, its Hint), for errors the learner's code raises
-    called: str = ""
-    more: str = ""
-    worked: str = ""
-    shown: tuple = ()  # (input, the words a message names it by)
-
-    def answer(self, learner, inputs: dict) -> tuple[bytes, bytes]:
-        """The learner's side: run their code on a copy of `inputs`; what it returned and the
-        copy's tensors after the call (to see whether it changed them in place), packed.
-        NotWritten while it raises NotImplementedError; their own errors propagate."""
-        given = copy.deepcopy(inputs)
-        try:
-            returned = self.run(learner, **given)
-        except NotImplementedError as e:
-            raise NotWritten from e
-        return pack((returned, [tensor for _name, tensor in tensors_of(given)]))
-
-    def verdict(self, answer: tuple[bytes, bytes], inputs: dict) -> None:
-        """The judge's side: return on a right answer; CheckFailed, named after the exercise;
-        NotWritten (or PartlyWritten) when nothing (or only a part) is written."""
-        returned, after = unpack(*answer)
-        try:
-            unchanged(inputs, after, dict(self.shown))
-            self.judge(returned, **inputs)
-        except CheckFailed as failed:
-            failed.exercise = self.name
-            raise
-
-    def check(self, learner, seed: int = 0):
-        """Both sides in this process: the learner's object back when right, the reference while
-        the exercise is open; CheckFailed when wrong; PartlyWritten when what is written is right
-        and a part is still open (the caller says so, and lends the reference)."""
-        inputs = self.inputs(seed)
-        try:
-            answer = self.answer(learner, inputs)
-        except NotWritten:
-            return self.reference
-        except CheckFailed as failed:  # a module that does not take the reference's weights
-            failed.exercise = self.name
-            raise
-        try:
-            self.verdict(answer, inputs)
-        except PartlyWritten:
-            raise
-        except NotWritten:
-            return self.reference
-        return learner
-
-    def crashed(self, error: BaseException) -> LearnerRaised:
-        """What the learner sees when their code raised `error` inside the check."""
-        failed = LearnerRaised(
-            error, self.called, crash_hint(error, self.raised, _CRASHED, self.more)
-        )
-        failed.exercise = self.name
-        return failed
-
 
 # A pass in a teacher's copy (the book executes those): shown by `progress()`, never counted.
 TEACHERS = N_("correct with the teacher's solution (not counted)")
@@ -132,16 +46,6 @@ _RESULTS = (
     N_("not run yet"),
     TEACHERS,
 )
-_CRASHED = Hint(
-    N_(
-        "read the error: it names the operation and the shapes that do not fit. Print the shape "
-        "of each intermediate result on inputs of the shapes above."
-    ),
-    more=N_(
-        "write each step's shape as a comment beside it, from the input's shape to the result's."
-    ),
-)  # the hint for an error of no known kind; its second tier is the exercise's own
-
 EXERCISES: dict[str, Exercise] = {}  # filled by @exercise as each check module is imported
 # The check modules, in the course's order: `exercises()` imports them all.
 CHECK_MODULES = (
@@ -218,19 +122,7 @@ def exercise(name: str, notebook: str, reference):
     def register(check: type) -> Callable:
         # what a check may add for the notebook: the hints for errors the learner's code raises
         # inside it, what it calls the learner's code with, its second and third tiers
-        registered = Exercise(
-            name,
-            notebook,
-            reference,
-            check.inputs,
-            check.run,
-            check.judge,
-            raised=tuple(getattr(check, "raised", ())),
-            called=getattr(check, "called", ""),
-            more=getattr(check, "more", ""),
-            worked=getattr(check, "worked", ""),
-            shown=tuple(getattr(check, "shown", {}).items()),
-        )
+        registered = Exercise.of(name, notebook, reference, check)
         remember(name, registered.more, worked=registered.worked)
 
         def check_cell(learner):
