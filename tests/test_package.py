@@ -176,10 +176,11 @@ def test_reading_the_model_loads_no_machinery():
 
 
 def test_notebook_01s_first_check_loads_its_own_module_only():
-    """`from vitcourse.checks import check_patchify` loads the checks' harness and registry, the
-    patching check and `vitcourse.patching`: not the trainer, the data layer or the other checks."""
+    """`from vitcourse.checks import check_patchify` loads the checks' shared rooms (the harness,
+    the registry and what they use), the patching check and `vitcourse.patching`: not the
+    trainer, the data layer or the other checks."""
     loaded = _loaded_by("from vitcourse.checks import check_patchify")
-    checks = {"harness", "answers", "hints", "registry", "patching"}
+    checks = {"harness", "answers", "hints", "crashes", "exercise", "registry", "patching"}
     expected = {"vitcourse", "vitcourse.patching", "vitcourse.checks", "vitcourse.language"}
     assert set(loaded) == expected | {f"vitcourse.checks.{m}" for m in checks}, loaded
 

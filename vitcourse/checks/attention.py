@@ -1,18 +1,17 @@
 """Checks for notebook 03's exercises: scaled dot-product `attention` and
-`MultiHeadSelfAttention` (`vitcourse.attention`)."""
+`MultiHeadSelfAttention` (`vitcourse.attention`). The classic slips each is matched against are in
+`checks.attention_slips`."""
 
 from __future__ import annotations
-
-import math
 
 import torch
 import torch.nn.functional as F
 
 from vitcourse import attention
 from vitcourse.checks.answers import type_name
+from vitcourse.checks.attention_slips import mhsa_mistakes, weight_mistakes
 from vitcourse.checks.harness import (
     Hint,
-    Mistakes,
     compare,
     fail,
     randomized,
@@ -23,98 +22,11 @@ from vitcourse.checks.harness import (
 from vitcourse.checks.registry import exercise
 from vitcourse.language import N_, _
 
-# Each hint is one whole message for its translator: Vaswani et al.'s equation 1 is written out in
-# each one that quotes it.
 _ATTENTION_MORE = N_(
     "Vaswani et al. (2017), equation 1: softmax(q·kᵀ / √d) over the keys, times v: the (…, T, T) "
     "scores come from one matrix product over the last two axes, then each row is normalised, "
     "then the values are averaged with those weights."
 )
-
-
-def _weight_mistakes(scores, d: int) -> Mistakes:
-    """The classic slips in attention's weights, from the unscaled scores q @ kᵀ (T x T) of
-    queries and keys d numbers wide."""
-    T = scores.shape[-1]
-    weight_mistakes = [
-        (
-            Hint(
-                N_(
-                    "the scores are not scaled: Vaswani et al. (2017), equation 1: softmax(q·kᵀ / "
-                    "√d) over the keys, times v. d is the width of q and k."
-                ),
-                more=N_(
-                    "without the division the softmax saturates as d grows (section 2 of "
-                    "this notebook measured it); d is the size of q's last axis."
-                ),
-            ),
-            lambda: scores.softmax(-1),
-        ),
-        (
-            Hint(
-                N_(
-                    "the scale is the one for this exercise's first inputs (d = 8) written in: "
-                    "take d from q's last axis (the check also tries d = 4)."
-                ),
-                more=N_("q.shape[-1] is the width of each query."),
-            ),
-            lambda: (scores / math.sqrt(8 if d != 8 else 4)).softmax(-1),
-        ),
-        (
-            Hint(
-                N_("divide by √d, not by d: the scores' spread grows like √d."),
-                more=N_(
-                    "section 2 of this notebook: the spread of q·k is √d for q and k of "
-                    "spread 1; dividing by √d brings it back to 1."
-                ),
-            ),
-            lambda: (scores / d).softmax(-1),
-        ),
-        (
-            Hint(
-                N_(
-                    "the scores are divided by √T, the number of tokens: divide by √d, the width "
-                    "of q and k (the size of their last axis)."
-                ),
-                more=N_(
-                    "the spread of q·k grows with the number of products it sums, d, whatever "
-                    "the number of tokens."
-                ),
-            ),
-            lambda: (scores / math.sqrt(T)).softmax(-1),
-        ),
-        (
-            Hint(
-                N_(
-                    "the softmax is over the wrong axis: each query's weights over the keys must "
-                    "sum to 1."
-                ),
-                more=N_(
-                    "in the (…, T, T) scores, rows are queries and columns keys: normalise "
-                    "along the keys' axis, the last one."
-                ),
-            ),
-            lambda: (scores / math.sqrt(d)).softmax(-2),
-        ),
-        (
-            Hint(
-                N_("the scores are transposed: row i should be query i against every key."),
-                more=N_(
-                    "the first factor of the product gives the rows: the queries, then the "
-                    "keys transposed."
-                ),
-            ),
-            lambda: (scores.transpose(-2, -1) / math.sqrt(d)).softmax(-1),
-        ),
-        (
-            Hint(
-                N_("the weights are transposed: row i should be query i's weights over the keys."),
-                more=N_("return the weights as the softmax produced them, rows for queries."),
-            ),
-            lambda: (scores / math.sqrt(d)).softmax(-1).transpose(-2, -1),
-        ),
-    ]
-    return weight_mistakes
 
 
 _PRODUCT = Hint(
@@ -204,7 +116,7 @@ def _judge_attention(result, q, k, v) -> None:
     compare(
         weights,
         expected_weights,
-        _weight_mistakes(scores, q.shape[-1]),
+        weight_mistakes(scores, q.shape[-1]),
         generic=Hint(
             N_(
                 "the weights do not follow Vaswani et al. (2017), equation 1: softmax(q·kᵀ / "
@@ -242,122 +154,6 @@ def _judge_attention(result, q, k, v) -> None:
 
 # The multi-head check's two modules: (batch, tokens, width, heads); d = 4, then 6.
 _MHSA_CASES = ((2, 5, 12, 3), (2, 4, 12, 2))
-_SPLIT = N_(
-    "split the last axis into (h, d) first, so that each token keeps its own numbers, then move "
-    "the head axis in front of the token axis."
-)
-# The hints for heads split (and merged) by a reshape alone: the first two of `_mhsa_mistakes`.
-_SPLIT_NAIVELY = Hint(
-    N_(
-        "the heads are split without moving the head axis: a reshape straight to "
-        "(B, h, T, d) gives each head numbers from several tokens."
-    ),
-    more=_SPLIT,
-)
-_MERGED_NAIVELY = Hint(
-    N_(
-        "the heads are split (and merged) without moving the head axis: a reshape "
-        "straight to (B, h, T, d) gives each head numbers from several tokens."
-    ),
-    more=N_(
-        "split the last axis into (h, d) first, so that each token keeps its own "
-        "numbers, then move the head axis in front of the token axis. Undo both steps "
-        "when merging."
-    ),
-)
-
-
-def _mhsa_mistakes(reference, x) -> Mistakes:
-    """The classic multi-head slips, each as what it would output (`reference` holds the weights)."""
-    B, T, D = x.shape
-    h = reference.num_heads
-    d = D // h
-    qkv = reference.qkv(x)  # (B, T, 3D)
-    right = qkv.reshape(B, T, 3, h, d).permute(2, 0, 3, 1, 4)  # (3, B, h, T, d)
-    naive = qkv.reshape(B, T, 3, D).permute(2, 0, 1, 3).reshape(3, B, h, T, d)  # no head axis move
-    h_first = qkv.reshape(B, T, h, 3, d).permute(3, 0, 2, 1, 4)  # laid out (h, 3, d) per token
-    other_h = 3 if h != 3 else 2  # heads written into the code
-    other = qkv.reshape(B, T, 3, other_h, D // other_h).permute(2, 0, 3, 1, 4)
-
-    def attend(q, k, v, scale=None):
-        scale = math.sqrt(q.shape[-1]) if scale is None else scale
-        return ((q @ k.transpose(-2, -1)) / scale).softmax(-1) @ v  # (B, h, T, d)
-
-    def merge(out):
-        return out.transpose(1, 2).reshape(B, T, D)
-
-    mistakes = [
-        (_SPLIT_NAIVELY, lambda: reference.proj(merge(attend(*naive)))),
-        (_MERGED_NAIVELY, lambda: reference.proj(attend(*naive).reshape(B, T, D))),
-        (
-            Hint(
-                N_(
-                    "the heads are merged without moving the head axis back: (B, h, T, d) must "
-                    "become (B, T, h, d) before the heads join into D numbers per token."
-                ),
-                more=N_("swap the head and token axes back, then merge the last two."),
-            ),
-            lambda: reference.proj(attend(*right).reshape(B, T, D)),
-        ),
-        (
-            Hint(
-                N_(
-                    "the output projection is missing: proj mixes the heads' results, the "
-                    "last of the four steps."
-                ),
-                more=N_("proj is a Linear(D, D) applied to the merged (B, T, D) tokens."),
-            ),
-            lambda: merge(attend(*right)),
-        ),
-        (
-            Hint(
-                N_("scale by √d with d = D / h, the width of one head, not by √D."),
-                more=N_(
-                    "each head's queries and keys are d numbers wide: that is the width "
-                    "equation 1 divides by."
-                ),
-            ),
-            lambda: reference.proj(merge(attend(*right, scale=math.sqrt(D)))),
-        ),
-        (
-            N_("the scores are not scaled by √d (Vaswani et al., equation 1)."),
-            lambda: reference.proj(merge(attend(*right, scale=1.0))),
-        ),
-        (
-            N_(
-                "the scores are divided by √T, the number of tokens: divide by √d, the width of "
-                "one head's queries and keys."
-            ),
-            lambda: reference.proj(merge(attend(*right, scale=math.sqrt(T)))),
-        ),
-        (
-            Hint(
-                N_(
-                    "qkv's 3D numbers per token are laid out (3, h, d): first all of q's, then "
-                    "k's, then v's, each split into h heads of d. Reading them as (h, 3, d) mixes "
-                    "q, k and v."
-                ),
-                more=N_(
-                    "split (B, T, 3D) into (B, T, 3, h, d), then move the axes to get (3, B, h, "
-                    "T, d)."
-                ),
-            ),
-            lambda: reference.proj(merge(attend(*h_first))),
-        ),
-        (
-            Hint(
-                N_(
-                    "the number of heads is written into your code: take it from "
-                    "self.num_heads (the check builds modules with 3 heads, then 2)."
-                ),
-                more=N_("__init__ keeps num_heads and head_dim on self: read them in forward."),
-            ),
-            lambda: reference.proj(attend(*other).transpose(1, 2).reshape(B, T, D)),
-        ),
-    ]
-    return mistakes
-
-
 _MHSA_MORE = N_(
     "the shapes, step by step: qkv (B, T, 3D), laid out (3, h, d) per token; q, k and v each "
     "(B, h, T, d); attention's output (B, h, T, d); back to (B, T, h, d), then (B, T, D); proj."
@@ -437,7 +233,7 @@ class check_multi_head_attention:
             reference = attention.MultiHeadSelfAttention(sizes[2], sizes[3]).eval()
             reference.load_state_dict(state)
             with torch.no_grad():
-                mistakes = _mhsa_mistakes(reference, tokens)
+                mistakes = mhsa_mistakes(reference, tokens)
                 generic = Hint(
                     N_("follow the four steps above the exercise, with the shape after each."),
                     more=_MHSA_MORE,

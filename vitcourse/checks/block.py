@@ -36,40 +36,59 @@ def _ln(x, weight, bias, eps, var=None, root=True):
     return (x - mean) / scale * weight + bias
 
 
+_SAMPLE_VARIANCE = Hint(
+    N_("use the population variance, which divides by D, not by D - 1 (the sample variance)."),
+    more=N_(
+        "torch's var divides by D - 1 unless told otherwise: look at its "
+        "`unbiased` (or `correction`) argument, or compute the mean of the squared "
+        "deviations yourself."
+    ),
+)
+
+_ACROSS_TOKENS = Hint(
+    N_("normalise each token on its own, over its D features (the last axis), not across tokens."),
+    more=N_("x is (B, T, D): μ and σ² should have one value per token, (B, T, 1)."),
+)
+
+_EPS_OUTSIDE = Hint(
+    N_(
+        "ε goes inside the square root, √(σ² + ε): added to the standard deviation "
+        "instead, it changes the result wherever σ² is small (the check's inputs have "
+        "a nearly constant token)."
+    ),
+    more=_LN_MORE,
+)
+
+_EPS_IGNORED = Hint(
+    N_(
+        "the eps argument is ignored: your output is the one for another ε, "
+        "whatever eps is given. Use the argument (the check tries 1e-6, 0.1 "
+        "and 1)."
+    ),
+    more=N_("nn.LayerNorm's default ε is 1e-5 and the ViT's 1e-6; the function takes its own."),
+)
+
+
+_NO_GAIN = Hint(
+    N_(
+        "after normalising, scale by weight and shift by bias (LayerNorm's learned "
+        "gain and offset, w and b in the formula)."
+    ),
+    more=N_("weight and bias are (D,): they broadcast over every token."),
+)
+
+
 def _ln_mistakes(x, weight, bias, eps) -> Mistakes:
     """layer_norm's classic slips for one eps, each with what it would return."""
     D = x.shape[-1]
-    no_gain = Hint(
-        N_(
-            "after normalising, scale by weight and shift by bias (LayerNorm's learned "
-            "gain and offset, w and b in the formula)."
-        ),
-        more=N_("weight and bias are (D,): they broadcast over every token."),
-    )
     mistakes = [
-        (no_gain, lambda: F.layer_norm(x, (D,))),  # nn.LayerNorm's own ε, and no gain either
+        (_NO_GAIN, lambda: F.layer_norm(x, (D,))),  # nn.LayerNorm's own ε, and no gain either
         (
-            Hint(
-                N_(
-                    "use the population variance, which divides by D, not by D - 1 (the sample "
-                    "variance)."
-                ),
-                more=N_(
-                    "torch's var divides by D - 1 unless told otherwise: look at its "
-                    "`unbiased` (or `correction`) argument, or compute the mean of the squared "
-                    "deviations yourself."
-                ),
-            ),
+            _SAMPLE_VARIANCE,
             lambda: _ln(x, weight, bias, eps, var=x.var(-1, keepdim=True)),
         ),
         (
-            Hint(
-                N_(
-                    "normalise each token on its own, over its D features (the last axis), not "
-                    "across tokens."
-                ),
-                more=N_("x is (B, T, D): μ and σ² should have one value per token, (B, T, 1)."),
-            ),
+            _ACROSS_TOKENS,
             lambda: (
                 (x - x.mean(1, keepdim=True))
                 / torch.sqrt(x.var(1, keepdim=True, unbiased=False) + eps)
@@ -77,16 +96,9 @@ def _ln_mistakes(x, weight, bias, eps) -> Mistakes:
                 + bias
             ),
         ),
-        (no_gain, lambda: F.layer_norm(x, (D,), eps=eps)),
+        (_NO_GAIN, lambda: F.layer_norm(x, (D,), eps=eps)),
         (
-            Hint(
-                N_(
-                    "ε goes inside the square root, √(σ² + ε): added to the standard deviation "
-                    "instead, it changes the result wherever σ² is small (the check's inputs have "
-                    "a nearly constant token)."
-                ),
-                more=_LN_MORE,
-            ),
+            _EPS_OUTSIDE,
             lambda: _ln(x, weight, bias, eps, root=False),
         ),
     ]
@@ -94,17 +106,7 @@ def _ln_mistakes(x, weight, bias, eps) -> Mistakes:
         if fixed != eps:
             mistakes.append(
                 (
-                    Hint(
-                        N_(
-                            "the eps argument is ignored: your output is the one for another ε, "
-                            "whatever eps is given. Use the argument (the check tries 1e-6, 0.1 "
-                            "and 1)."
-                        ),
-                        more=N_(
-                            "nn.LayerNorm's default ε is 1e-5 and the ViT's 1e-6; the function "
-                            "takes its own."
-                        ),
-                    ),
+                    _EPS_IGNORED,
                     lambda fixed=fixed: F.layer_norm(x, (D,), weight, bias, fixed),
                 )
             )

@@ -39,22 +39,87 @@ _ALPHA_SWAPPED = N_(
 )
 
 
+_PROBABILITIES_AS_LABELS = Hint(
+    N_(
+        "hard distillation trains on the teacher's guesses, its top class for each "
+        "image, as if they were labels, not on its probabilities (DeiT's equation 3)."
+    ),
+    more=N_("the teacher's guess is the index of its largest logit."),
+)
+
+
 def hard_mistakes(cls_l, dist_l, teacher, labels, alpha: float) -> Mistakes:
     base, guesses = ce(cls_l, labels), teacher.argmax(-1)
     return [
         (
-            Hint(
-                N_(
-                    "hard distillation trains on the teacher's guesses, its top class for each "
-                    "image, as if they were labels, not on its probabilities (DeiT's equation 3)."
-                ),
-                more=N_("the teacher's guess is the index of its largest logit."),
-            ),
+            _PROBABILITIES_AS_LABELS,
             lambda: (1 - alpha) * base + alpha * ce(dist_l, teacher.softmax(-1)),
         ),
         (_HEADS_SWAPPED, lambda: (1 - alpha) * ce(dist_l, labels) + alpha * ce(cls_l, guesses)),
         (_ALPHA_SWAPPED, lambda: alpha * base + (1 - alpha) * ce(dist_l, guesses)),
     ]
+
+
+_PROBABILITIES_AS_LOGS = Hint(
+    N_(
+        "the teacher's target is given as probabilities (softmax) while log_target=True "
+        "tells F.kl_div it holds log-probabilities: give log_softmax with "
+        "log_target=True, or probabilities with log_target=False."
+    ),
+    more=N_(
+        "F.kl_div reads its target as log-probabilities only when log_target=True; "
+        "its input (the student's) is always log-probabilities."
+    ),
+)
+
+_NO_TAU_SQUARED = Hint(
+    N_(
+        "the KL term is not multiplied by τ²: softening by τ shrinks its gradients by "
+        "about 1/τ², and τ² brings them back to the size they have at τ = 1."
+    ),
+    more=N_(
+        "Hinton et al. (2015), section 2: the soft targets' gradients scale as 1/τ²; "
+        "the text above the exercise explains it."
+    ),
+)
+
+_KL_REVERSED = Hint(
+    N_(
+        "the KL divergence is the wrong way round: KL(teacher ‖ student), the "
+        "teacher's distribution is the target."
+    ),
+    more=N_(
+        "F.kl_div(input, target) computes KL(target ‖ input): the input is the "
+        "student's (the distillation head's) log-probabilities."
+    ),
+)
+
+_BATCH_TIMES_CLASSES = Hint(
+    N_(
+        "that divides the summed KL by batch × classes: DeiT's losses.py does exactly "
+        "that (for PyTorch's old behaviour, its comment says), and so does "
+        "reduction='mean'. This exercise takes each image's KL divergence, averaged "
+        "over the images only: the text above the exercise says why."
+    ),
+    more=N_(
+        "with 5 classes your teacher's term is 5 times smaller than the course's; "
+        "F.kl_div's reduction decides the divisor, and 'batchmean' divides by the "
+        "batch."
+    ),
+)
+
+_TEACHER_UNSOFTENED = Hint(
+    N_("soften the teacher's logits by τ too: both distributions are taken at temperature τ."),
+    more=N_("divide both logits tensors by τ before their log-softmax."),
+)
+
+_TAU_WRITTEN_IN = Hint(
+    N_(
+        "the tau argument is ignored: your soft loss is the one for another "
+        "temperature, whatever tau is given (the check tries tau 3, then 2)."
+    ),
+    more=N_("use the argument for τ, in the softening and in τ²."),
+)
 
 
 def soft_mistakes(cls_l, dist_l, teacher, labels, alpha: float, tau: float) -> Mistakes:
@@ -67,72 +132,26 @@ def soft_mistakes(cls_l, dist_l, teacher, labels, alpha: float, tau: float) -> M
     )
     mistakes = [
         (
-            Hint(
-                N_(
-                    "the teacher's target is given as probabilities (softmax) while log_target=True "
-                    "tells F.kl_div it holds log-probabilities: give log_softmax with "
-                    "log_target=True, or probabilities with log_target=False."
-                ),
-                more=N_(
-                    "F.kl_div reads its target as log-probabilities only when log_target=True; "
-                    "its input (the student's) is always log-probabilities."
-                ),
-            ),
+            _PROBABILITIES_AS_LOGS,
             lambda: (1 - alpha) * base + alpha * t2 * probabilities,
         ),
         (
-            Hint(
-                N_(
-                    "the KL term is not multiplied by τ²: softening by τ shrinks its gradients by "
-                    "about 1/τ², and τ² brings them back to the size they have at τ = 1."
-                ),
-                more=N_(
-                    "Hinton et al. (2015), section 2: the soft targets' gradients scale as 1/τ²; "
-                    "the text above the exercise explains it."
-                ),
-            ),
+            _NO_TAU_SQUARED,
             lambda: (1 - alpha) * base + alpha * kl(dist_l, teacher, tau),
         ),
         (
-            Hint(
-                N_(
-                    "the KL divergence is the wrong way round: KL(teacher ‖ student), the "
-                    "teacher's distribution is the target."
-                ),
-                more=N_(
-                    "F.kl_div(input, target) computes KL(target ‖ input): the input is the "
-                    "student's (the distillation head's) log-probabilities."
-                ),
-            ),
+            _KL_REVERSED,
             lambda: (1 - alpha) * base + alpha * t2 * kl(teacher, dist_l, tau),
         ),
         (
-            Hint(
-                N_(
-                    "that divides the summed KL by batch × classes: DeiT's losses.py does exactly "
-                    "that (for PyTorch's old behaviour, its comment says), and so does "
-                    "reduction='mean'. This exercise takes each image's KL divergence, averaged "
-                    "over the images only: the text above the exercise says why."
-                ),
-                more=N_(
-                    "with 5 classes your teacher's term is 5 times smaller than the course's; "
-                    "F.kl_div's reduction decides the divisor, and 'batchmean' divides by the "
-                    "batch."
-                ),
-            ),
+            _BATCH_TIMES_CLASSES,
             lambda: (
                 (1 - alpha) * base + alpha * t2 * kl(dist_l, teacher, tau, "sum") / dist_l.numel()
             ),
         ),
         (_ALPHA_SWAPPED, lambda: alpha * base + (1 - alpha) * t2 * kl(dist_l, teacher, tau)),
         (
-            Hint(
-                N_(
-                    "soften the teacher's logits by τ too: both distributions are taken at "
-                    "temperature τ."
-                ),
-                more=N_("divide both logits tensors by τ before their log-softmax."),
-            ),
+            _TEACHER_UNSOFTENED,
             lambda: (1 - alpha) * base + alpha * t2 * kl(dist_l, teacher, tau, target_tau=1.0),
         ),
         (
@@ -144,13 +163,7 @@ def soft_mistakes(cls_l, dist_l, teacher, labels, alpha: float, tau: float) -> M
         if fixed != tau:
             mistakes.append(
                 (
-                    Hint(
-                        N_(
-                            "the tau argument is ignored: your soft loss is the one for another "
-                            "temperature, whatever tau is given (the check tries tau 3, then 2)."
-                        ),
-                        more=N_("use the argument for τ, in the softening and in τ²."),
-                    ),
+                    _TAU_WRITTEN_IN,
                     lambda fixed=fixed: (
                         (1 - alpha) * base + alpha * fixed * fixed * kl(dist_l, teacher, fixed)
                     ),

@@ -211,6 +211,22 @@ def close(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a.shape == b.shape and torch.allclose(a, b, rtol=1e-4, atol=1e-5)
 
 
+def _not_a_tensor(got, where: str):
+    """Fail for a plain number where a tensor is wanted: `.item()` took the tensor away."""
+    fail(
+        _("{where}it returned a Python number ({type}), not a tensor").format(
+            where=where, type=type(got).__name__
+        ),
+        Hint(
+            N_(
+                "keep the tensor: turned into a plain Python number (by item or float), it "
+                "leaves nothing for backward to run through."
+            ),
+            more=N_("a loss is used as a tensor: the training step calls loss.backward() on it."),
+        ),
+    )
+
+
 def compare(
     got,
     expected: torch.Tensor,
@@ -227,20 +243,7 @@ def compare(
     """
     where = _("in {what}, ").format(what=what) if what else ""
     if type(got) in (float, int):
-        fail(
-            _("{where}it returned a Python number ({type}), not a tensor").format(
-                where=where, type=type(got).__name__
-            ),
-            Hint(
-                N_(
-                    "keep the tensor: turned into a plain Python number (by item or float), it "
-                    "leaves nothing for backward to run through."
-                ),
-                more=N_(
-                    "a loss is used as a tensor: the training step calls loss.backward() on it."
-                ),
-            ),
-        )
+        _not_a_tensor(got, where)
     if type(got) is not torch.Tensor:
         fail(
             _("{where}it should return a tensor, but returned {type}").format(

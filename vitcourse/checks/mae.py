@@ -18,6 +18,46 @@ _B = 256  # random_masking's check: images per call
 _CASES = ((16, 0.75), (10, 0.75), (12, 0.4))
 
 
+def _wrong_count(visible, N: int, ratio: float) -> None:
+    """Fail for a `visible` of the wrong shape, naming the likely reason: the hidden patches
+    counted instead, int() for round(), or the ratio ignored."""
+    B, hidden = _B, mae.hidden_count(N, ratio)
+    hint = N_(
+        "mask_ratio is the share of patches hidden: V = N - round(N * mask_ratio) stay visible."
+    )
+    if visible.shape == (B, hidden):
+        said = _("visible holds {hidden} patches per image, expected {visible}")
+        fail(said.format(hidden=hidden, visible=N - hidden), hint)
+    if int(N * ratio) != hidden and visible.shape == (B, N - int(N * ratio)):
+        said = _(
+            "with num_patches {count} and mask_ratio {ratio}, visible holds {got} patches per "
+            "image, expected {visible}"
+        )
+        fail(
+            said.format(count=N, ratio=ratio, got=N - int(N * ratio), visible=N - hidden),
+            Hint(
+                N_(
+                    "the number hidden is round(N · mask_ratio), not int(N · mask_ratio): int() "
+                    "cuts 7.5 down to 7 where round() gives 8."
+                ),
+                more=N_(
+                    "round() takes a number to the nearest whole one; int() drops the fraction."
+                ),
+            ),
+        )
+    if visible.shape[1] == N - round(N * 0.75) and ratio != 0.75:
+        said = _("with mask_ratio {ratio}, visible should be (B, V) = {shape}, got {got}")
+        fail(
+            said.format(ratio=ratio, shape=(B, N - hidden), got=tuple(visible.shape)),
+            N_(
+                "the mask_ratio argument is ignored: the number hidden depends on it (the "
+                "check tries 0.75 and 0.4)."
+            ),
+        )
+    said = _("visible should be (B, V) = {shape}, got {got}")
+    fail(said.format(shape=(B, N - hidden), got=tuple(visible.shape)), hint)
+
+
 def _judge_masks(visible, mask, N: int, ratio: float) -> None:
     """Fail unless (visible, mask) are the right shapes and types and agree with each other."""
     B = _B
@@ -36,40 +76,7 @@ def _judge_masks(visible, mask, N: int, ratio: float) -> None:
             ),
         )
     if visible.shape != (B, N - hidden):
-        hint = N_(
-            "mask_ratio is the share of patches hidden: V = N - round(N * mask_ratio) stay visible."
-        )
-        if visible.shape == (B, hidden):
-            said = _("visible holds {hidden} patches per image, expected {visible}")
-            fail(said.format(hidden=hidden, visible=N - hidden), hint)
-        if int(N * ratio) != hidden and visible.shape == (B, N - int(N * ratio)):
-            said = _(
-                "with num_patches {count} and mask_ratio {ratio}, visible holds {got} patches per "
-                "image, expected {visible}"
-            )
-            fail(
-                said.format(count=N, ratio=ratio, got=N - int(N * ratio), visible=N - hidden),
-                Hint(
-                    N_(
-                        "the number hidden is round(N · mask_ratio), not int(N · mask_ratio): int() "
-                        "cuts 7.5 down to 7 where round() gives 8."
-                    ),
-                    more=N_(
-                        "round() takes a number to the nearest whole one; int() drops the fraction."
-                    ),
-                ),
-            )
-        if visible.shape[1] == N - round(N * 0.75) and ratio != 0.75:
-            said = _("with mask_ratio {ratio}, visible should be (B, V) = {shape}, got {got}")
-            fail(
-                said.format(ratio=ratio, shape=(B, N - hidden), got=tuple(visible.shape)),
-                N_(
-                    "the mask_ratio argument is ignored: the number hidden depends on it (the "
-                    "check tries 0.75 and 0.4)."
-                ),
-            )
-        said = _("visible should be (B, V) = {shape}, got {got}")
-        fail(said.format(shape=(B, N - hidden), got=tuple(visible.shape)), hint)
+        _wrong_count(visible, N, ratio)
     if visible.dtype != torch.long:
         fail(_("visible should hold indices (torch.long), got {dtype}").format(dtype=visible.dtype))
     counts = mask.sum(dim=1)

@@ -49,6 +49,60 @@ _STEP_MORE = N_(
 )
 
 
+_NEVER_RESET = Hint(
+    N_(
+        "the gradients are never reset, so the second step also adds the first "
+        "batch's: each backward() adds to what the parameters' gradients hold."
+    ),
+    more=N_("the optimizer can reset them; do it once per step, before backward()."),
+)
+
+_NEVER_UPDATED = Hint(
+    N_(
+        "the weights never change: the optimizer must take its step after backward() "
+        "and the clipping."
+    ),
+    more=N_(
+        "resetting the gradients between backward() and the optimizer's step "
+        "leaves it nothing to apply: reset them before backward()."
+    ),
+)
+
+_NOT_CLIPPED = Hint(
+    N_("the gradient norm is not clipped to grad_clip."),
+    more=N_(
+        "torch.nn.utils has a function that clips the parameters' gradient norm "
+        "in place; it goes after backward() and before the optimizer's step."
+    ),
+)
+
+_NO_SMOOTHING = Hint(
+    N_("label smoothing is missing from the loss."),
+    more=N_("the cross-entropy function takes label smoothing as one of its arguments."),
+)
+
+_EVAL_MODE = Hint(
+    N_(
+        "the step puts the model in evaluation mode: dropout and BatchNorm then "
+        "behave as at test time, and the model does not train as it should. The "
+        "trainer sets training mode before the steps; the step leaves the mode alone."
+    ),
+    more=N_(
+        "model.eval() belongs to evaluation (with torch.no_grad()), after the "
+        "training steps; this check's model has a BatchNorm layer, which shows it."
+    ),
+)
+
+_ARGUMENTS_IGNORED = Hint(
+    N_(
+        "the step ignores its label_smoothing and grad_clip arguments: it uses "
+        "the notebook's values whatever it is given (the check also tries "
+        "label_smoothing 0.3 and grad_clip 0.25)."
+    ),
+    more=N_("use the arguments' names where the numbers are."),
+)
+
+
 def _step_mistakes(state, batches, label_smoothing: float, grad_clip: float) -> Mistakes:
     """The classic slips in a training step, each as the weights it would leave after two steps."""
 
@@ -73,73 +127,30 @@ def _step_mistakes(state, batches, label_smoothing: float, grad_clip: float) -> 
 
     mistakes = [
         (
-            Hint(
-                N_(
-                    "the gradients are never reset, so the second step also adds the first "
-                    "batch's: each backward() adds to what the parameters' gradients hold."
-                ),
-                more=N_("the optimizer can reset them; do it once per step, before backward()."),
-            ),
+            _NEVER_RESET,
             lambda: without(zero=False),
         ),
         (
-            Hint(
-                N_(
-                    "the weights never change: the optimizer must take its step after backward() "
-                    "and the clipping."
-                ),
-                more=N_(
-                    "resetting the gradients between backward() and the optimizer's step "
-                    "leaves it nothing to apply: reset them before backward()."
-                ),
-            ),
+            _NEVER_UPDATED,
             lambda: without(update=False),
         ),
         (
-            Hint(
-                N_("the gradient norm is not clipped to grad_clip."),
-                more=N_(
-                    "torch.nn.utils has a function that clips the parameters' gradient norm "
-                    "in place; it goes after backward() and before the optimizer's step."
-                ),
-            ),
+            _NOT_CLIPPED,
             lambda: without(clip=False),
         ),
         (
-            Hint(
-                N_("label smoothing is missing from the loss."),
-                more=N_(
-                    "the cross-entropy function takes label smoothing as one of its arguments."
-                ),
-            ),
+            _NO_SMOOTHING,
             lambda: without(smoothing=False),
         ),
         (
-            Hint(
-                N_(
-                    "the step puts the model in evaluation mode: dropout and BatchNorm then "
-                    "behave as at test time, and the model does not train as it should. The "
-                    "trainer sets training mode before the steps; the step leaves the mode alone."
-                ),
-                more=N_(
-                    "model.eval() belongs to evaluation (with torch.no_grad()), after the "
-                    "training steps; this check's model has a BatchNorm layer, which shows it."
-                ),
-            ),
+            _EVAL_MODE,
             lambda: without(train=False),
         ),
     ]
     if (label_smoothing, grad_clip) != _SETTINGS[0]:
         mistakes.append(
             (
-                Hint(
-                    N_(
-                        "the step ignores its label_smoothing and grad_clip arguments: it uses "
-                        "the notebook's values whatever it is given (the check also tries "
-                        "label_smoothing 0.3 and grad_clip 0.25)."
-                    ),
-                    more=N_("use the arguments' names where the numbers are."),
-                ),
+                _ARGUMENTS_IGNORED,
                 lambda: without(fixed=True),
             )
         )
@@ -218,7 +229,7 @@ def _judge_steps(got, state, batches, label_smoothing: float, grad_clip: float) 
     if training is not True:
         fail(
             _("after your step the model is in evaluation mode"),
-            mistakes[-1][0] if (label_smoothing, grad_clip) == _SETTINGS[0] else mistakes[-2][0],
+            _EVAL_MODE,
         )
     compare(
         torch.stack([torch.as_tensor(loss, dtype=torch.float32).reshape(()) for loss in losses]),
