@@ -1048,3 +1048,125 @@ def scramble_reshape(images, patch_size, patch_order, pixel_order):
 @attempt("scramble", "the scrambled patches returned", "give them back as images")
 def scramble_patches(images, patch_size, patch_order, pixel_order):
     return reference_patchify(images, patch_size)[:, patch_order][:, :, pixel_order]
+
+
+# --- found by a second, independent set of attempts ------------------------------------------
+
+
+@attempt("attention", "axes counted from the front, for 4-D inputs only", "counted from the front")
+def attention_four_d(q, k, v):
+    weights = torch.softmax(q @ k.transpose(2, 3) / math.sqrt(q.size(3)), dim=3)
+    return weights @ v, weights
+
+
+@attempt("attention", "a usual head width written in", "written into your code")
+def attention_width_32(q, k, v):
+    weights = (q @ k.transpose(-2, -1) / math.sqrt(32)).softmax(-1)
+    return weights @ v, weights
+
+
+def _mhsa_four_heads(self, x):
+    B, T, D = x.shape
+    h, d = 4, D // 4  # the course model's four heads
+    q, k, v = self.qkv(x).reshape(B, T, 3, h, d).permute(2, 0, 3, 1, 4)
+    return self.proj(_attend(q, k, v, math.sqrt(d)).transpose(1, 2).reshape(B, T, D))
+
+
+attempt("MultiHeadSelfAttention", "4 heads written in", "number of heads is written")(
+    _mhsa(_mhsa_four_heads)
+)
+
+
+def _mhsa_tuple(self, x):
+    B, T, D = x.shape
+    h, d = self.num_heads, self.head_dim
+    q, k, v = self.qkv(x).reshape(B, T, 3, h, d).permute(2, 0, 3, 1, 4)
+    out = F.scaled_dot_product_attention(q, k, v), None  # a pair, as `attention` returns
+    return self.proj(out.transpose(1, 2).reshape(B, T, D))
+
+
+attempt(
+    "MultiHeadSelfAttention", "attention's pair used as one tensor", "a tuple has no attribute"
+)(_mhsa(_mhsa_tuple))
+
+
+@attempt("patchify", "one channel written in", "the channels C")
+def patchify_one_channel(images, patch_size):
+    B, C, H, W = images.shape
+    P = patch_size
+    x = images.reshape(B, 1, H // P, P, W // P, P).permute(0, 2, 4, 3, 5, 1)
+    return x.reshape(B, -1, P * P)
+
+
+def _pe_no_bias(self, images):
+    x = F.conv2d(images, self.proj.weight, stride=self.proj.stride)
+    return x.flatten(2).transpose(1, 2)
+
+
+attempt("PatchEmbedding", "the convolution without its bias", "bias is missing")(
+    _patch_embedding(_pe_no_bias)
+)
+
+
+@attempt("layer_norm", "no eps at all", "eps argument is ignored")
+def ln_no_eps(x, weight, bias, eps=1e-6):
+    mean = x.mean(-1, keepdim=True)
+    return (x - mean) * torch.rsqrt(x.var(-1, keepdim=True, unbiased=False)) * weight + bias
+
+
+attempt("count_parameters", "the patch embedding's biases left out", "patch embedding's D biases")(
+    lambda c: _count(c) - c.dim
+)
+
+
+@attempt("train_step", "the forward under torch.no_grad()", "no gradient to follow")
+def step_no_grad(model, optimizer, images, labels, label_smoothing, grad_clip):
+    with torch.no_grad():
+        logits = model(images)
+    loss = F.cross_entropy(logits, labels, label_smoothing=label_smoothing)
+    optimizer.zero_grad()
+    loss.backward()
+    nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    optimizer.step()
+    return loss
+
+
+@attempt("random_masking", "math.ceil where the count needs round()", "math.ceil")
+def masking_ceil(batch_size, num_patches, mask_ratio, generator=None):
+    hidden = math.ceil(num_patches * mask_ratio)
+    return _masking()(batch_size, num_patches, hidden / num_patches, generator)
+
+
+@attempt("random_masking", "the hidden places cleared for every row", "hides no patch")
+def masking_cleared(batch_size, num_patches, mask_ratio, generator=None):
+    visible, _ = _masking()(batch_size, num_patches, mask_ratio, generator)
+    mask = torch.ones(batch_size, num_patches, dtype=torch.bool)
+    mask[:, visible] = False
+    return visible, mask
+
+
+attempt("masked_patch_loss", "computed under torch.no_grad()", "carries no gradient")(
+    lambda p, t, m: _no_grad(lambda: ((p - t) ** 2).mean(-1)[m].mean())
+)
+
+
+def _no_grad(compute):
+    with torch.no_grad():
+        return compute()
+
+
+attempt("distillation_loss", "computed under torch.no_grad()", "carries no gradient")(
+    lambda *args, **kwargs: _no_grad(lambda: _distill(_good_hard, _good_soft)(*args, **kwargs))
+)
+attempt("distillation_loss", "the hard loss softened by tau", "takes no temperature")(
+    _distill(
+        lambda b, c, d, t, y, a, tau: (1 - a) * b + a * F.cross_entropy(d / tau, t.argmax(-1)),
+        _good_soft,
+    )
+)
+
+
+@attempt("scramble", "the patches put back on a square grid", "not square")
+def scramble_square(images, patch_size, patch_order, pixel_order):
+    moved = reference_patchify(images, patch_size)[:, patch_order][:, :, pixel_order]
+    return reference_unpatchify(moved, patch_size, images.shape[-1])

@@ -25,6 +25,12 @@ def _needs_two(a, b):
     return a + b
 
 
+def _in_place_on_a_leaf():
+    logits = torch.ones(2, requires_grad=True)
+    logits /= 2
+    return logits
+
+
 def _unpack_three():
     a, b = torch.zeros(3)
     return a + b
@@ -46,6 +52,13 @@ CRASHES = [
     (lambda: None + torch.zeros(1), "`+` between a NoneType and a Tensor", "print type"),
     (lambda: torch.zeros(2, 3).shape(0), "a torch.Size was called", "square brackets"),
     (_unpack_three, "unpacks into 2", "len"),
+    (
+        lambda: (torch.ones(2, requires_grad=True) * 2).detach().sum().backward(),
+        "no gradient",
+        "never around",
+    ),
+    (_in_place_on_a_leaf, "requires a gradient", "autograd refuses"),
+    (lambda: (torch.ones(2), None).transpose(0, 1), "a tuple has no attribute", "unpack it"),
     (lambda: torch.randperm(4, torch.Generator()), "randperm was called with", "(dims or dim?)"),
     (
         lambda: F.cross_entropy(torch.zeros(6, 5), torch.zeros(6, 5).argmax()),

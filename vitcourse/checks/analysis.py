@@ -264,7 +264,7 @@ class check_equivariance_error:
                     torch.tensor([expected]),
                     mistakes,
                     generic=_EQUIVARIANCE_GENERIC,
-                    what=_("with shift {shift} and border {border}").format(
+                    what=_("the number for shift {shift} and border {border}").format(
                         shift=shift, border=border
                     ),
                 )

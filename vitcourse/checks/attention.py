@@ -41,17 +41,31 @@ _PRODUCT = Hint(
 )
 
 
-_QKV = ((2, 3, 5, 8), (1, 2, 6, 4))  # (B, h, T, d) of the attention check's two calls
+# The shapes of the attention check's two calls: (B, h, T, d), then (B, T, d) with no head axis
+# (the statement's "(..., T, d)": any leading axes).
+_QKV = ((2, 3, 5, 8), (2, 6, 4))
 
 
 @exercise("attention", "03_attention", attention.scaled_dot_product_attention)
 class check_attention:
-    """Check `fn(q, k, v) -> (out, weights)` on (B, h, T, d) inputs of two sizes."""
+    """Check `fn(q, k, v) -> (out, weights)` on (B, h, T, d) inputs and on (B, T, d) ones."""
 
-    called = N_("q, k and v each (2, 3, 5, 8), that is (B, h, T, d), and each (1, 2, 6, 4)")
+    called = N_("q, k and v each (2, 3, 5, 8), that is (B, h, T, d), and each (2, 6, 4), (B, T, d)")
     raised = [
         (text, _PRODUCT)
         for text in ("must match the size", "Expected size", "cannot be multiplied", "mismatch")
+    ] + [
+        (
+            "Dimension out of range",
+            Hint(
+                N_(
+                    "an axis counted from the front does not exist: the check also calls "
+                    "attention on (B, T, d) inputs, with no head axis. Count the axes from the end "
+                    "(-1 the last, -2 the one before), so that any number of leading axes works."
+                ),
+                more=N_("q's width is its last axis, whatever comes before it."),
+            ),
+        )
     ]
     more = _ATTENTION_MORE
     worked = N_(

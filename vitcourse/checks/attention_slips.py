@@ -28,8 +28,8 @@ UNSCALED = Hint(
 )
 SCALE_WRITTEN_IN = Hint(
     N_(
-        "the scale is the one for this exercise's first inputs (d = 8) written in: "
-        "take d from q's last axis (the check also tries d = 4)."
+        "the scale is written into your code: take d from q's last axis (the check tries d = "
+        "8, then 4)."
     ),
     more=N_("q.shape[-1] is the width of each query."),
 )
@@ -76,12 +76,15 @@ def weight_mistakes(scores, d: int) -> Mistakes:
     scaled = scores / math.sqrt(d)
     return [
         (UNSCALED, lambda: scores.softmax(-1)),
-        (SCALE_WRITTEN_IN, lambda: (scores / math.sqrt(8 if d != 8 else 4)).softmax(-1)),
         (BY_D, lambda: (scores / d).softmax(-1)),
         (BY_T, lambda: (scores / math.sqrt(T)).softmax(-1)),
         (SOFTMAX_AXIS, lambda: scaled.softmax(-2)),
         (SCORES_TRANSPOSED, lambda: (scores.transpose(-2, -1) / math.sqrt(d)).softmax(-1)),
         (WEIGHTS_TRANSPOSED, lambda: scaled.softmax(-1).transpose(-2, -1)),
+    ] + [  # a width written into the code: the check's other d, or a usual head width
+        (SCALE_WRITTEN_IN, lambda w=w: (scores / math.sqrt(w)).softmax(-1))
+        for w in (8, 4, 16, 32, 64)
+        if w != d
     ]
 
 
@@ -161,8 +164,9 @@ def mhsa_mistakes(reference, x) -> Mistakes:
     right = qkv.reshape(B, T, 3, h, d).permute(2, 0, 3, 1, 4)  # (3, B, h, T, d)
     naive = qkv.reshape(B, T, 3, D).permute(2, 0, 1, 3).reshape(3, B, h, T, d)  # no head axis move
     h_first = qkv.reshape(B, T, h, 3, d).permute(3, 0, 2, 1, 4)  # laid out (h, 3, d) per token
-    other_h = 3 if h != 3 else 2  # heads written into the code
-    other = qkv.reshape(B, T, 3, other_h, D // other_h).permute(2, 0, 3, 1, 4)
+    # a head count written into the code: any other that divides D
+    others = [g for g in (1, 2, 3, 4, 6, 8) if g != h and D % g == 0]
+    split = [qkv.reshape(B, T, 3, g, D // g).permute(2, 0, 3, 1, 4) for g in others]
 
     def attend(q, k, v, scale=None):
         scale = math.sqrt(q.shape[-1]) if scale is None else scale
@@ -180,5 +184,4 @@ def mhsa_mistakes(reference, x) -> Mistakes:
         (HEADS_UNSCALED, lambda: reference.proj(merge(attend(*right, scale=1.0)))),
         (HEADS_BY_T, lambda: reference.proj(merge(attend(*right, scale=math.sqrt(T))))),
         (LAYOUT, lambda: reference.proj(merge(attend(*h_first)))),
-        (HEADS_WRITTEN_IN, lambda: reference.proj(merge(attend(*other)))),
-    ]
+    ] + [(HEADS_WRITTEN_IN, lambda qkv=qkv: reference.proj(merge(attend(*qkv)))) for qkv in split]

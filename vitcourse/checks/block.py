@@ -25,7 +25,9 @@ _LN_MORE = N_(
 )
 
 
-_EPS = (1e-6, 0.1, 1.0)  # the eps values the check tries: the notebook's, and two that show
+# The eps values the check tries: two where ε's place shows clearly (first, so that the slip named
+# is the one made), then the notebook's.
+_EPS = (0.1, 1.0, 1e-6)
 
 
 def _ln(x, weight, bias, eps, var=None, root=True):
@@ -169,7 +171,7 @@ class check_layer_norm:
                     ),
                     more=_LN_MORE,
                 ),
-                what=_("with eps={eps}").format(eps=eps),
+                what=_("the output for eps={eps}").format(eps=eps),
             )
 
 

@@ -49,6 +49,24 @@ _MODULES = {
 
 KINDS = (
     Kind(
+        ("RuntimeError",),
+        r"does not require grad and does not have a grad_fn",
+        N_(
+            "backward() found no gradient to follow: the loss was computed under "
+            "torch.no_grad(), or from numbers taken out of the graph (detach, item, numpy)."
+        ),
+        N_("torch.no_grad() belongs to evaluation, never around a training step's forward."),
+    ),
+    Kind(
+        ("RuntimeError",),
+        r"a leaf Variable that requires grad is being used in an in-place operation",
+        N_(
+            "an in-place operation (`+=`, `/=`, a method ending in `_`) on an input that "
+            "requires a gradient: make a new tensor instead, with a plain `+` or `/`."
+        ),
+        N_("an input changed in place is changed for the caller too, and autograd refuses it."),
+    ),
+    Kind(
         ("TypeError", "AttributeError"),
         r"'(?P<type>method|builtin_function_or_method|function)' object (is not (iterable|"
         r"subscriptable)|has no attribute '(?P<name>\w+)')",
@@ -205,6 +223,11 @@ def by_kind(error: BaseException) -> Hint | None:
             more = N_(
                 "a module is a function to call on a tensor: pass its output, `self.norm2(x)`, "
                 "not the module itself, `self.norm2`."
+            )
+        elif fields.get("type") == "tuple":  # a function's pair used as one value
+            more = N_(
+                "a function that returns several values (attention returns the output and the "
+                "weights) gives a tuple: unpack it into one name per value before using them."
             )
         else:
             more = kind.more

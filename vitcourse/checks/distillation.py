@@ -11,7 +11,16 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from vitcourse.checks.harness import Hint, Mistakes, compare, each_case, judge_cases, seeded
+from vitcourse.checks.harness import (
+    Hint,
+    Mistakes,
+    compare,
+    each_case,
+    judge_cases,
+    judge_gradient,
+    seeded,
+    with_gradient,
+)
 from vitcourse.checks.registry import exercise
 from vitcourse.language import N_, _
 from vitcourse.training import distillation
@@ -48,9 +57,19 @@ _PROBABILITIES_AS_LABELS = Hint(
 )
 
 
-def hard_mistakes(cls_l, dist_l, teacher, labels, alpha: float) -> Mistakes:
+_HARD_SOFTENED = Hint(
+    N_(
+        "the hard loss takes no temperature: tau belongs to the soft loss, and the hard loss "
+        "is the same whatever tau is given (the check tries it with tau 2)."
+    ),
+    more=N_("DeiT's equation 3 has no τ: a cross-entropy against the teacher's top classes."),
+)
+
+
+def hard_mistakes(cls_l, dist_l, teacher, labels, alpha: float, tau: float = 1.0) -> Mistakes:
     base, guesses = ce(cls_l, labels), teacher.argmax(-1)
     return [
+        (_HARD_SOFTENED, lambda: (1 - alpha) * base + alpha * ce(dist_l / tau, guesses)),
         (
             _PROBABILITIES_AS_LABELS,
             lambda: (1 - alpha) * base + alpha * ce(dist_l, teacher.softmax(-1)),
@@ -173,7 +192,7 @@ def soft_mistakes(cls_l, dist_l, teacher, labels, alpha: float, tau: float) -> M
 
 
 # (kind, alpha, tau) of the check's four calls; each branch is judged on its own.
-_SETTINGS = (("hard", 0.2, 1.0), ("soft", 0.3, 3.0), ("hard", 0.5, 1.0), ("soft", 0.6, 2.0))
+_SETTINGS = (("hard", 0.2, 1.0), ("soft", 0.3, 3.0), ("hard", 0.5, 2.0), ("soft", 0.6, 2.0))
 
 
 @exercise("distillation_loss", "09_when_vits_win", distillation.distillation_loss)
@@ -184,7 +203,8 @@ class check_distillation_loss:
 
     called = N_(
         "cls_logits, dist_logits and teacher_logits each (6, 5), labels (6,); kind 'hard' with "
-        "alpha 0.2 and 0.5, kind 'soft' with alpha 0.3 and tau 3, and alpha 0.6 and tau 2"
+        "alpha 0.2 and tau 1, and alpha 0.5 and tau 2; kind 'soft' with alpha 0.3 and tau 3, and "
+        "alpha 0.6 and tau 2"
     )
     more = N_(
         "(1 - α) · the labels' cross-entropy on the cls head, plus α · the teacher's part on the "
@@ -217,8 +237,12 @@ class check_distillation_loss:
 
     @staticmethod
     def run(distillation_loss, cls_logits, dist_logits, teacher_logits, labels):
+        cls_logits.requires_grad_(True)  # the student's two heads, as in training
+        dist_logits.requires_grad_(True)
         inputs = (cls_logits, dist_logits, teacher_logits, labels)
-        return each_case(lambda *setting: distillation_loss(*inputs, *setting), _SETTINGS)
+        return each_case(
+            lambda *setting: with_gradient(distillation_loss(*inputs, *setting)), _SETTINGS
+        )
 
     @staticmethod
     def judge(got, cls_logits, dist_logits, teacher_logits, labels) -> None:
@@ -228,10 +252,11 @@ class check_distillation_loss:
 
         def judge_one(answer, setting) -> None:
             kind, alpha, tau = setting
+            answer = judge_gradient(answer)
             if isinstance(answer, torch.Tensor) and answer.numel() == 1:
                 answer = answer.reshape(())
             if kind == "hard":
-                mistakes, equation = hard_mistakes(*logits, labels, alpha), 3
+                mistakes, equation = hard_mistakes(*logits, labels, alpha, tau), 3
             else:
                 mistakes, equation = soft_mistakes(*logits, labels, alpha, tau), 2
             compare_with = _(  # written now: it names this setting's values

@@ -21,10 +21,21 @@ _EMBED_MORE = N_(
 )
 
 
-def _embedding_mistakes(conv) -> list:
-    """PatchEmbedding's classic slips, from the convolution's output (B, D, H/P, W/P)."""
+def _embedding_mistakes(conv, bias) -> list:
+    """PatchEmbedding's classic slips, from the convolution's output (B, D, H/P, W/P) and its
+    bias (D,)."""
     B, D, rows, cols = conv.shape
     return [
+        (
+            Hint(
+                N_(
+                    "the convolution's bias is missing: call proj itself, which adds its D "
+                    "biases, rather than its weights alone."
+                ),
+                more=N_("proj holds a weight and a bias; the patch embedding uses both."),
+            ),
+            lambda: (conv - bias.reshape(1, D, 1, 1)).flatten(2).transpose(1, 2),
+        ),
         (
             Hint(
                 N_(
@@ -105,7 +116,7 @@ class check_patch_embedding:
             compare(
                 answer,
                 expected,
-                _embedding_mistakes(conv),
+                _embedding_mistakes(conv, reference.proj.bias),
                 generic=Hint(
                     N_(
                         "the tokens are not the convolution's outputs in the order the "

@@ -117,6 +117,36 @@ class WeightsMismatch(CheckFailed):
         )
 
 
+def with_gradient(loss) -> tuple:
+    """A loss and whether it carries a gradient back to the inputs that require one: a loss
+    computed under torch.no_grad() (or from detached numbers) has the right value and trains
+    nothing. `run` returns this pair; `judge` hands it to `judge_gradient`."""
+    return loss, bool(getattr(loss, "requires_grad", False))
+
+
+_NO_GRADIENT = Hint(
+    N_(
+        "the loss carries no gradient: it was computed under torch.no_grad(), or from numbers "
+        "taken out of the graph (detach, item, numpy), so backward() has nothing to run through "
+        "and the model would not learn."
+    ),
+    more=N_(
+        "torch.no_grad() belongs to evaluation; a loss must be computed from the model's outputs "
+        "as tensors, all the way."
+    ),
+)
+
+
+def judge_gradient(got) -> object:
+    """The loss `with_gradient` returned, after failing if it carries no gradient."""
+    if not (type(got) in (tuple, list) and len(got) == 2):
+        raise ValueError("an answer that pack did not write")
+    loss, carries = got
+    if type(loss) is torch.Tensor and carries is not True:
+        fail(_("the loss it returned carries no gradient"), _NO_GRADIENT)
+    return loss
+
+
 def each_case(call: Callable, cases) -> list:
     """The learner's code called once per case (`call(*case)`); a case whose code still raises
     NotImplementedError gives `OPEN`, so that a function with several branches is judged on the

@@ -8,14 +8,15 @@ import math
 import torch
 
 from vitcourse import mae
-from vitcourse.checks.harness import Hint, compare, fail, seeded
+from vitcourse.checks.harness import Hint, compare, fail, judge_gradient, seeded, with_gradient
 from vitcourse.checks.registry import exercise
 from vitcourse.language import N_, _
 
 _B = 256  # random_masking's check: images per call
-# (patches per image, share hidden) of its three calls: the notebook's, one where round() and
-# int() differ (7.5 patches: 8 hidden), and another ratio.
-_CASES = ((16, 0.75), (10, 0.75), (12, 0.4))
+# (patches per image, share hidden) of its four calls: the notebook's, one where round() and
+# int() differ (7.5 patches: 8 hidden), another ratio, and one where round() and math.ceil()
+# differ (2.5 patches: 2 hidden, as Python rounds a half to the even number).
+_CASES = ((16, 0.75), (10, 0.75), (12, 0.4), (10, 0.25))
 
 
 def _wrong_count(visible, N: int, ratio: float) -> None:
@@ -43,6 +44,22 @@ def _wrong_count(visible, N: int, ratio: float) -> None:
                 more=N_(
                     "round() takes a number to the nearest whole one; int() drops the fraction."
                 ),
+            ),
+        )
+    if math.ceil(N * ratio) != hidden and visible.shape == (B, N - math.ceil(N * ratio)):
+        said = _(
+            "with num_patches {count} and mask_ratio {ratio}, visible holds {got} patches per "
+            "image, expected {visible}"
+        )
+        fail(
+            said.format(count=N, ratio=ratio, got=N - math.ceil(N * ratio), visible=N - hidden),
+            Hint(
+                N_(
+                    "the number hidden is round(N · mask_ratio), rounded as Python's round() "
+                    "does: 2.5 patches give 2 (a half goes to the even number), where "
+                    "math.ceil() or adding 0.5 give 3."
+                ),
+                more=N_("use round() itself, as the statement writes it."),
             ),
         )
     if visible.shape[1] == N - round(N * 0.75) and ratio != 0.75:
@@ -80,6 +97,18 @@ def _judge_masks(visible, mask, N: int, ratio: float) -> None:
     if visible.dtype != torch.long:
         fail(_("visible should hold indices (torch.long), got {dtype}").format(dtype=visible.dtype))
     counts = mask.sum(dim=1)
+    if (counts == 0).all():
+        fail(
+            _("mask hides no patch at all"),
+            Hint(
+                N_(
+                    "mask is all False: the hidden places were never marked, or every place was "
+                    "cleared. Indexing mask[:, visible] with a (B, V) index takes all B rows "
+                    "for each index; mark each image's own places along dim 1 instead."
+                ),
+                more=N_("a (B, N) tensor's scatter (or gather) works along dim 1, row by row."),
+            ),
+        )
     if (counts == N - hidden).all():
         fail(_("mask is True on the visible patches"), N_("mask is True where a patch is HIDDEN."))
     if not (counts == hidden).all():
@@ -118,8 +147,8 @@ class check_random_masking:
     reference's (any good random choice passes), only its properties."""
 
     called = N_(
-        "batch_size 256 with (num_patches, mask_ratio) (16, 0.75), (10, 0.75) and (12, 0.4), a "
-        "seeded generator"
+        "batch_size 256 with (num_patches, mask_ratio) (16, 0.75), (10, 0.75), (12, 0.4) and (10, "
+        "0.25), a seeded generator"
     )
     more = N_(
         "per image: a random order of its N patches (from noise drawn with the generator), the "
@@ -239,10 +268,12 @@ class check_masked_patch_loss:
 
     @staticmethod
     def run(masked_patch_loss, predicted, target, mask):
-        return masked_patch_loss(predicted, target, mask)
+        predicted.requires_grad_(True)  # the decoder's output, as in training
+        return with_gradient(masked_patch_loss(predicted, target, mask))
 
     @staticmethod
     def judge(got, predicted, target, mask) -> None:
+        got = judge_gradient(got)
         if isinstance(got, torch.Tensor) and got.numel() == 1:
             got = got.reshape(())
         error = (predicted - target).pow(2)  # (B, N, K)

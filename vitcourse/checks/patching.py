@@ -12,9 +12,10 @@ _RESHAPE = (
     Hint(
         N_(
             "a reshape asked for sizes whose product is not the tensor's number of elements. Take "
-            "every size from the arguments: the grid's H / P rows and W / P columns each on its "
-            "own (the check's first images are 8 × 12 pixels, not square: a 2 × 3 grid of 4 × 4 "
-            "patches), and P from patch_size (the check tries 4, then 2)."
+            "every size from the arguments: the channels C and the grid's H / P rows and W / P "
+            "columns from the images' shape, each on its own (the check's first images are 8 × 12 "
+            "pixels, not square: a 2 × 3 grid of 4 × 4 patches), and P from patch_size (the check "
+            "tries 4, then 2)."
         ),
         more=N_(
             "print the shape of the tensor you reshape and the sizes you ask for: their products "

@@ -9,9 +9,9 @@ from vitcourse.checks.harness import Hint, Mistakes, compare, seeded
 from vitcourse.checks.registry import exercise
 from vitcourse.language import N_
 
-# (B, C, side, P) of the check's two calls: a 3 x 3 grid of 4 x 4 colour patches (N = 9, K = 48),
-# then a 4 x 4 grid of 2 x 2 ones (N = 16, K = 12).
-_CASES = ((2, 3, 12, 4), (2, 3, 8, 2))
+# (B, C, H, W, P) of the check's two calls: a 3 x 3 grid of 4 x 4 colour patches (N = 9, K = 48),
+# then a 4 x 6 grid of 2 x 2 ones on images that are not square (N = 24, K = 12).
+_CASES = ((2, 3, 12, 12, 4), (2, 3, 8, 12, 2))
 
 _MORE = N_(
     "three steps: the images as patches, (B, N, K); the patches picked in patch_order, then each "
@@ -35,7 +35,7 @@ class check_scramble:
 
     called = N_(
         "images (2, 3, 12, 12) with patch_size 4, patch_order (9,) and pixel_order (48,); images "
-        "(2, 3, 8, 8) with patch_size 2, patch_order (16,) and pixel_order (12,)"
+        "(2, 3, 8, 12) with patch_size 2, patch_order (24,) and pixel_order (12,)"
     )
     raised = [
         (
@@ -52,6 +52,19 @@ class check_scramble:
                 ),
             ),
         ),
+        *[
+            (
+                text,
+                Hint(
+                    N_(
+                        "putting the patches back needs the image's height and width: the check's "
+                        "second images are 8 × 12, not square. Give unpatchify both sides, (H, W)."
+                    ),
+                    more=N_("the images' last two sizes are their height and width."),
+                ),
+            )
+            for text in ("do not tile", "do not make a square grid")
+        ],
     ]
     more = _MORE
 
@@ -72,9 +85,9 @@ class check_scramble:
     def inputs(seed: int) -> dict:
         generator = torch.Generator().manual_seed(seed)
         given = {}
-        for prefix, (B, C, side, P) in zip(("", "more_"), _CASES, strict=True):
-            given[prefix + "images"] = seeded(B, C, side, side, seed=seed + len(given))
-            given[prefix + "patch_order"] = _order((side // P) ** 2, generator)
+        for prefix, (B, C, H, W, P) in zip(("", "more_"), _CASES, strict=True):
+            given[prefix + "images"] = seeded(B, C, H, W, seed=seed + len(given))
+            given[prefix + "patch_order"] = _order((H // P) * (W // P), generator)
             given[prefix + "pixel_order"] = _order(P * P * C, generator)
         return given
 
@@ -97,10 +110,10 @@ class check_scramble:
             (images, patch_order, pixel_order),
             (more_images, more_patch_order, more_pixel_order),
         )
-        for answer, (x, patches_by, numbers_by), (B, C, side, P) in zip(
+        for answer, (x, patches_by, numbers_by), (B, C, H, W, P) in zip(
             got, calls, _CASES, strict=True
         ):
-            N, K = (side // P) ** 2, P * P * C
+            N, K = (H // P) * (W // P), P * P * C
             compare(
                 answer,
                 scrambling.scramble(x, P, patches_by, numbers_by),

@@ -69,7 +69,7 @@ _NEVER_UPDATED = Hint(
 )
 
 _NOT_CLIPPED = Hint(
-    N_("the gradient norm is not clipped to grad_clip."),
+    N_("the gradient norm is not clipped to grad_clip before the optimizer's step."),
     more=N_(
         "torch.nn.utils has a function that clips the parameters' gradient norm "
         "in place; it goes after backward() and before the optimizer's step."
@@ -103,15 +103,33 @@ _ARGUMENTS_IGNORED = Hint(
 )
 
 
+_SMOOTHING_IGNORED = Hint(
+    N_(
+        "the step ignores its label_smoothing argument: it uses the notebook's 0.1 whatever it is "
+        "given (the check also tries 0.3)."
+    ),
+    more=N_("use the argument's name where the number is."),
+)
+_CLIP_IGNORED = Hint(
+    N_(
+        "the step ignores its grad_clip argument: it clips at the notebook's 1.0 whatever it is "
+        "given (the check also tries 0.25)."
+    ),
+    more=N_("use the argument's name where the number is."),
+)
+
+
 def _step_mistakes(state, batches, label_smoothing: float, grad_clip: float) -> Mistakes:
     """The classic slips in a training step, each as the weights it would leave after two steps."""
 
-    def without(zero=True, clip=True, update=True, smoothing=True, train=True, fixed=False):
+    def without(zero=True, clip=True, update=True, smoothing=True, train=True, fixed=()):
         def step(model, optimizer, x, y, label_smoothing, grad_clip):
             if not train:
                 model.eval()
-            if fixed:  # the notebook's values written into the step
-                label_smoothing, grad_clip = _SETTINGS[0]
+            if "smoothing" in fixed:  # the notebook's values written into the step
+                label_smoothing = _SETTINGS[0][0]
+            if "clip" in fixed:
+                grad_clip = _SETTINGS[0][1]
             smoothed = label_smoothing if smoothing else 0
             loss = F.cross_entropy(model(x), y, label_smoothing=smoothed)
             if zero:
@@ -147,13 +165,12 @@ def _step_mistakes(state, batches, label_smoothing: float, grad_clip: float) -> 
             lambda: without(train=False),
         ),
     ]
-    if (label_smoothing, grad_clip) != _SETTINGS[0]:
-        mistakes.append(
-            (
-                _ARGUMENTS_IGNORED,
-                lambda: without(fixed=True),
-            )
-        )
+    if (label_smoothing, grad_clip) != _SETTINGS[0]:  # the notebook's values written in
+        mistakes += [
+            (_ARGUMENTS_IGNORED, lambda: without(fixed=("smoothing", "clip"))),
+            (_SMOOTHING_IGNORED, lambda: without(fixed=("smoothing",))),
+            (_CLIP_IGNORED, lambda: without(fixed=("clip",))),
+        ]
     return mistakes
 
 

@@ -301,6 +301,10 @@ def _count_hint(config: vit.ViTConfig, gap, models: list, gaps: list) -> str:
                     "N × D (your count is right for the model with sin-cos positions, which has "
                     "no table)."
                 )
+            return N_(
+                "did you leave out the cls token (D numbers), or the patch embedding's D biases? "
+                "Both are D, the number your count is short by."
+            )
         said = _("did you leave out {part}?")
         guesses = [said.format(part=_(part)) for part, n in left_out.items() if n == gap]
     else:
