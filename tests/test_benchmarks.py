@@ -171,3 +171,16 @@ def test_vit_wins_races_both_models_per_seed_and_ends_with_its_line(tmp_path, ca
         "(fashion-mnist-scrambled, 0.02 minutes, seed 3)"
     )
     assert lines[-1].startswith("CNN: mean ")
+
+
+def test_check_attempts_counts_every_attempt_once_per_exercise():
+    """The table of realistic wrong attempts: every attempt counted under its exercise, and each
+    counted once, as caught or as what it got instead."""
+    from tests.learner_attempts import ATTEMPTS
+
+    table, misses = load("check_attempts").run()
+    assert sum(row["tried"] for row in table.values()) == len(ATTEMPTS)
+    for row in table.values():
+        assert row["caught"] + row["passed"] + row["not attempted"] == row["tried"]
+        assert row["named"] <= row["caught"]
+    assert misses == [] and all(row["caught"] == row["tried"] for row in table.values())
