@@ -381,7 +381,8 @@ def test_a_hostile_submission_neither_reads_the_grader_nor_writes_its_score(grad
     assert earned == 1  # unpatchify passed, the patchify that raised did not
     assert output.startswith("error: ") and "LOOT" in output  # what it found came out here...
     # ...and it found nothing: each file refused (as a user of its own) or absent (in the sandbox)
-    *read, wrote = output.split("LOOT ", 1)[1].split(" | ")
+    # the error's own words come first, in parentheses, then what the check called and a hint
+    *read, wrote = output.split("LOOT ", 1)[1].split("), called with")[0].split(" | ")
     refused = "PermissionError" if run[2] == "own-user" else "FileNotFoundError"
     assert read == [refused] * 5 and wrote == f"results.json: {refused}", output
     assert SECRET not in found["text"]
