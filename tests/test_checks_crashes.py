@@ -104,18 +104,11 @@ def test_an_exercises_own_hint_for_an_error_comes_before_the_kinds():
 
 
 def test_a_crash_in_the_grader_says_the_kind_too():
-    status, said = checks.grade("train_step", _step_without_the_call)
+    from tests.learner_attempts import step_parameters_uncalled
+
+    status, said = checks.grade("train_step", step_parameters_uncalled)
     assert status == "error"
     assert "your code raised TypeError" in said and "parentheses" in said
-
-
-def _step_without_the_call(model, optimizer, images, labels, label_smoothing, grad_clip):
-    loss = F.cross_entropy(model(images), labels, label_smoothing=label_smoothing)
-    optimizer.zero_grad()
-    loss.backward()
-    nn.utils.clip_grad_norm_(model.parameters, grad_clip)
-    optimizer.step()
-    return loss
 
 
 def test_the_general_crash_hints_second_tier_is_each_exercises_own():
