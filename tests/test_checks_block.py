@@ -6,11 +6,10 @@ checks' own simulations."""
 import pytest
 import torch
 import torch.nn.functional as F
-from torch import nn
 
+from tests.learner_attempts import _block  # a learner's block around a forward
 from vitcourse import checks
-from vitcourse.attention import MultiHeadSelfAttention
-from vitcourse.block import MLP, TransformerBlock
+from vitcourse.block import TransformerBlock
 
 # --- the block --------------------------------------------------------------------------------
 
@@ -38,21 +37,6 @@ def test_layer_norm():
         )
     with pytest.raises(AssertionError, match="scale by weight and shift by bias"):
         checks.check_layer_norm(lambda x, w, b, eps=1e-6: F.layer_norm(x, x.shape[-1:]))
-
-
-def _block(forward):
-    class Learner(nn.Module):
-        def __init__(self, dim, num_heads, mlp_dim):
-            super().__init__()
-            self.norm1 = nn.LayerNorm(dim, eps=1e-6)
-            self.attn = MultiHeadSelfAttention(dim, num_heads)
-            self.norm2 = nn.LayerNorm(dim, eps=1e-6)
-            self.mlp = MLP(dim, mlp_dim)
-
-        def forward(self, x):
-            return forward(self, x)
-
-    return Learner
 
 
 def _pre_norm(s, x):
