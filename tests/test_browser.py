@@ -177,12 +177,17 @@ def test_explorer_renders_and_redraws(lab, page, name):
 
     # The file saved from the browser agrees: every code cell ran, none holds an error.
     page.keyboard.press("Control+s")
-    deadline = time.monotonic() + 30
+    deadline, code = time.monotonic() + 30, None
     while time.monotonic() < deadline:
-        saved = json.loads((work / name).read_text())
+        try:  # JupyterLab may be writing the file as we read it: read again
+            saved = json.loads((work / name).read_text())
+        except json.JSONDecodeError:
+            time.sleep(0.5)
+            continue
         code = [c for c in saved["cells"] if c["cell_type"] == "code"]
         if any(c["execution_count"] for c in code):
             break
         time.sleep(0.5)
+    assert code is not None, f"{name}: the saved notebook could not be read"
     assert all(c["execution_count"] for c in code), f"{name}: a code cell did not run"
     assert not [o for c in code for o in c["outputs"] if o["output_type"] == "error"]
