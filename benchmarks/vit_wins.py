@@ -1,23 +1,35 @@
-"""Where the CNN's assumptions stop helping: the course's ViT against notebook 08's CNN on
-scrambled images (notebook 09, section 5).
+"""Where the CNN's assumptions stop helping: the course's ViT against notebook 08's CNN and an MLP
+on scrambled images (notebook 09, section 5).
 
-For each seed, trains for --minutes each, one after the other, with notebook 06's recipe
-(`Trainer`, `TrainConfig`: the same loop, augmentation, batch size and learning-rate schedule):
-the course's ViT (the dataset's pure ViT, course-28/7 for Fashion-MNIST, with patches as large as
-the scramble's squares: 14 x 14, preset course-28/14) and the CNN notebook 08 races (cnn-28), on the same images of
---dataset (default fashion-mnist-scrambled: `vitcourse.scrambling`). A `Timeline` measures each
-model's accuracy on 2,000 validation images every 10 s of training (paused time). Each seed
-ends with one line:
+For each seed, trains each model of --models one after the other with notebook 06's recipe
+(`Trainer`, `TrainConfig`: the same loop, augmentation, batch size and learning-rate schedule),
+on the same images of --dataset (default fashion-mnist-scrambled: `vitcourse.scrambling`):
 
-    vit 85.1% cnn 81.9% (fashion-mnist-scrambled, 3.0 minutes, seed 0)
+- vit: the course's ViT (the dataset's pure ViT, course-28/7 for Fashion-MNIST) with patches as
+  large as the scramble's squares: 14 x 14 (preset course-28/14), 4 tokens and the cls token;
+- cnn: the CNN notebook 08 races (cnn-28);
+- mlp: `vitcourse.mlp.SmallMLP`, about the ViT's parameters on the flattened image: no spatial
+  prior at all.
+
+The budget is the same for every model: --minutes of training (the default, 3), or --epochs
+passes over the training images (equal passes: the same images seen, whatever each step costs).
+A `Timeline` measures each model's accuracy on 2,000 validation images every 10 s of training
+(paused time), and the same images are measured after every pass. Each model's FLOPs for one
+image (forward pass, `torch.utils.flop_counter`) and its steps are recorded. Each seed ends with
+one line:
+
+    vit 85.1% cnn 81.9% mlp 80.2% (fashion-mnist-scrambled, 3 minutes, seed 0)
 
     python benchmarks/vit_wins.py --seed 0                      # one seed, 3 minutes a model
-    python benchmarks/vit_wins.py --seed 0 --dataset fashion-mnist     # the same two, unscrambled
+    python benchmarks/vit_wins.py --seed 0 --epochs 5          # 5 passes a model instead
+    python benchmarks/vit_wins.py --seed 0 --dataset fashion-mnist     # the same, unscrambled
+    python benchmarks/vit_wins.py --seed 0 --models vit cnn    # two of the three
     python benchmarks/vit_wins.py --seed 0 --squares 7     # 7 x 7 squares, and the ViT's patches
-    python benchmarks/vit_wins.py --seed 0 1 2 --out data/trained/vit_wins_fashion-mnist.json
+    python benchmarks/vit_wins.py --seed 0 1 2 3 4 --out data/trained/vit_wins_fashion-mnist-scrambled_3-minutes.json
 
-`--out` writes every run (test accuracy, curve, steps, seconds) as JSON: the file notebook 09
-loads (`data/trained/`). Test accuracy is on all 10,000 test images.
+`--out` writes every run (test accuracy, curves, steps, seconds, FLOPs) as JSON: the files
+notebook 09 loads (`data/trained/`, named by `race_file`). Test accuracy is on all 10,000 test
+images.
 """
 
 from __future__ import annotations
@@ -31,77 +43,148 @@ from pathlib import Path
 
 import torch
 from torch.utils.data import DataLoader, Subset
+from torch.utils.flop_counter import FlopCounterMode
 
 from vitcourse.cnn import SmallCNN, cnn_preset_for
 from vitcourse.data.datasets import DatasetInfo, scrambled_twin
 from vitcourse.data.loading import dataset_info, make_loaders
 from vitcourse.environment import pick_device
+from vitcourse.mlp import SmallMLP, mlp_config_for
 from vitcourse.presets import preset_for
 from vitcourse.training.callbacks import Timeline
 from vitcourse.training.evaluation import evaluate
 from vitcourse.training.loop import TrainConfig, Trainer
 from vitcourse.vit import VisionTransformer
 
+MODELS = ("vit", "cnn", "mlp")
 
-def race_model(kind: str, info: DatasetInfo, minutes: float, seed: int) -> dict:
-    """Train the ViT or the CNN on the dataset `info` for `minutes`; its row of results."""
+
+def race_file(dataset: str, minutes: float | None = None, epochs: int | None = None) -> str:
+    """The name of a race's file in `data/trained/`: the dataset and the budget, for example
+    `vit_wins_fashion-mnist-scrambled_3-minutes.json` or `..._10-passes.json`."""
+    budget = f"{minutes:g}-minutes" if epochs is None else f"{epochs}-passes"
+    return f"vit_wins_{dataset}_{budget}.json"
+
+
+def build(kind: str, info: DatasetInfo) -> torch.nn.Module:
+    """A new model of `kind` ("vit", "cnn" or "mlp") for the images of `info`."""
+    base = info.name.removesuffix("-scrambled")
+    if kind == "vit":  # unscrambled, the patches the scrambled twin would use: the same model
+        patch = info.scramble or scrambled_twin(info).scramble
+        return VisionTransformer(preset_for(base, patch_size=patch))
+    if kind == "cnn":
+        return SmallCNN(cnn_preset_for(base))
+    if kind == "mlp":
+        return SmallMLP(mlp_config_for(info))
+    raise ValueError(f"unknown model {kind!r}: expected one of {', '.join(MODELS)}")
+
+
+def flops_per_image(model: torch.nn.Module, info: DatasetInfo) -> int:
+    """The model's floating-point operations for one image, forward pass (a multiply-add is 2)."""
+    image = torch.zeros(1, info.channels, info.image_size, info.image_size)
+    counter = FlopCounterMode(display=False)
+    with counter, torch.no_grad():
+        model.eval()(image)
+    return counter.get_total_flops()
+
+
+def race_model(kind: str, info: DatasetInfo, budget: dict, seed: int) -> dict:
+    """Train one model of `kind` on the dataset `info` for `budget` ({"minutes": m} or
+    {"epochs": n}); its row of results."""
     torch.manual_seed(seed)
     loaders = make_loaders(info, batch_size=128, seed=seed)
     val = Subset(loaders.val.dataset, range(min(2000, len(loaders.val.dataset))))
     loaders = loaders._replace(val=DataLoader(val, batch_size=500))
-    base = info.name.removesuffix("-scrambled")
-    if kind == "ViT":  # unscrambled, the patches the scrambled twin would use: the same model
-        patch = info.scramble or scrambled_twin(info).scramble
-        model = VisionTransformer(preset_for(base, patch_size=patch))
-    else:
-        model = SmallCNN(cnn_preset_for(base))
+    model = build(kind, info)
+    flops = flops_per_image(model, info)
     timeline = Timeline(loaders.val, every_seconds=10)
-    trainer = Trainer(model, loaders, TrainConfig(minutes=minutes, seed=seed), [timeline])
+    trainer = Trainer(model, loaders, TrainConfig(**budget, seed=seed), [timeline])
     trainer.fit()
     return {
         "model": kind,
         "seed": seed,
         "parameters": model.num_parameters(),
-        "curve": timeline.points,
+        "flops": flops,
+        "curve": timeline.points,  # (seconds of training, validation accuracy)
+        "passes": [[r["epoch"], r["steps"], r["val_acc"]] for r in trainer.history.epochs],
         "steps": trainer.steps_done,
+        "steps_per_pass": trainer.steps_per_epoch,
         "seconds": trainer.elapsed,
         "test_acc": evaluate(trainer.model, loaders.test, trainer.device)["acc"],
     }
 
 
+def summary(results: list[dict], models: list[str]) -> list[str]:
+    """Each model's mean test accuracy and spread over the seeds, and each paired difference."""
+    seeds = sorted({r["seed"] for r in results})
+    acc = {(r["model"], r["seed"]): 100 * r["test_acc"] for r in results}
+    lines = []
+    for kind in models:
+        runs = [acc[kind, s] for s in seeds if (kind, s) in acc]
+        spread = statistics.stdev(runs) if len(runs) > 1 else 0.0
+        lines.append(
+            f"{kind}: mean {statistics.mean(runs):.2f}% ± {spread:.2f} (sd), "
+            f"{min(runs):.2f} to {max(runs):.2f}, {len(runs)} seeds"
+        )
+    for i, first in enumerate(models):
+        for second in models[i + 1 :]:
+            both = [s for s in seeds if (first, s) in acc and (second, s) in acc]
+            diffs = [acc[first, s] - acc[second, s] for s in both]
+            if len(diffs) > 1:
+                lines.append(
+                    f"{first} minus {second}: mean {statistics.mean(diffs):+.2f} ± "
+                    f"{statistics.stdev(diffs):.2f} (sd), {min(diffs):+.2f} to "
+                    f"{max(diffs):+.2f}, {len(diffs)} seeds"
+                )
+    return lines
+
+
 def main(argv: list[str] | None = None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, nargs="+", default=[0], help="one or more seeds")
-    parser.add_argument("--minutes", type=float, default=3.0, help="each model's budget")
+    budget = parser.add_mutually_exclusive_group()
+    budget.add_argument("--minutes", type=float, help="each model's minutes (default 3)")
+    budget.add_argument("--epochs", type=int, help="each model's passes over the training images")
+    parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
     parser.add_argument("--dataset", default="fashion-mnist-scrambled")
     parser.add_argument("--out", type=Path, help="write every run here, as JSON")
     parser.add_argument(
-        "--squares", type=int, help="the scramble's squares (and the ViT's patches), in pixels: "
-        "default half the image's side"
-    )  # fmt: skip
+        "--squares",
+        type=int,
+        help="the scramble's squares (and the ViT's "
+        "patches), in pixels: default half the image's side",
+    )
     args = parser.parse_args(argv)
     info = dataset_info(args.dataset)
     if args.squares:  # the same dataset, scrambled in other squares
         info = replace(info if info.scramble else scrambled_twin(info), scramble=args.squares)
     name = info.name + (f" in {args.squares} x {args.squares} squares" if args.squares else "")
+    budget = {"epochs": args.epochs} if args.epochs else {"minutes": args.minutes or 3.0}
+    said = f"{args.epochs} passes" if args.epochs else f"{budget['minutes']:g} minutes"
     machine = f"{os.cpu_count()} CPUs, {torch.get_num_threads()} threads, {pick_device()}"
     results = []
     for seed in args.seed:
-        vit, cnn = (race_model(kind, info, args.minutes, seed) for kind in ("ViT", "CNN"))
-        results += [vit, cnn]
-        print(
-            f"vit {100 * vit['test_acc']:.1f}% cnn {100 * cnn['test_acc']:.1f}% "
-            f"({name}, {args.minutes} minutes, seed {seed})",
-            flush=True,
-        )
+        runs = [race_model(kind, info, budget, seed) for kind in args.models]
+        results += runs
+        scores = " ".join(f"{r['model']} {100 * r['test_acc']:.1f}%" for r in runs)
+        print(f"{scores} ({name}, {said}, seed {seed})", flush=True)
+        for r in runs:
+            print(
+                f"  {r['model']}: {r['parameters']:,} parameters, {r['flops'] / 1e6:.1f} MFLOPs "
+                f"an image, {r['steps']:,} steps ({r['steps'] / r['steps_per_pass']:.1f} "
+                f"passes) in {r['seconds']:.0f} s",
+                flush=True,
+            )
         if args.out:  # after every seed: an interrupted run keeps what it measured
             args.out.parent.mkdir(parents=True, exist_ok=True)
-            record = {"dataset": name, "minutes": args.minutes, "machine": machine}
+            record = {
+                "dataset": name,
+                **{"minutes": None, "epochs": None, **budget},
+                "machine": machine,
+            }
             args.out.write_text(json.dumps({**record, "results": results}, indent=1))
     if len(args.seed) > 1:
-        for kind in ("ViT", "CNN"):
-            accs = [100 * r["test_acc"] for r in results if r["model"] == kind]
-            print(f"{kind}: mean {statistics.mean(accs):.2f}%, {min(accs):.2f} to {max(accs):.2f}")
+        print("\n".join(summary(results, args.models)))
     return results
 
 

@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from vitcourse.analysis import roll
 from vitcourse.attention import MultiHeadSelfAttention
 from vitcourse.block import MLP, TransformerBlock
 from vitcourse.embedding import PatchEmbedding, embed_tokens
@@ -781,9 +782,13 @@ def rollout_in_place(maps):
 
 
 def _equivariance(inner=lambda b: (..., slice(b, -b)), dims=-1, denominator="then", shift_f=True):
-    def equivariance_error(features, image, shift, border):
-        then_shift = torch.roll(features(image), shifts=shift if shift_f else 0, dims=dims)
-        shift_first = features(torch.roll(image, shifts=shift, dims=dims))
+    def equivariance_error(features, image, shift, border, move=roll):
+        if dims == -1:
+            then_shift = move(features(image), shift if shift_f else 0)
+            shift_first = features(move(image, shift))
+        else:  # the height: torch.roll along another axis
+            then_shift = torch.roll(features(image), shifts=shift, dims=dims)
+            shift_first = features(torch.roll(image, shifts=shift, dims=dims))
         part = inner(border)
         below = then_shift if denominator == "then" else shift_first
         return ((then_shift - shift_first)[part].norm() / below[part].norm()).item()
@@ -803,18 +808,27 @@ attempt("equivariance_error", "divided by the other path", "computed first, then
 
 
 @attempt("equivariance_error", "not relative", "relative")
-def equivariance_absolute(features, image, shift, border):
-    then_shift = torch.roll(features(image), shift, dims=-1)
-    shift_first = features(torch.roll(image, shift, dims=-1))
+def equivariance_absolute(features, image, shift, border, move=roll):
+    then_shift = move(features(image), shift)
+    shift_first = features(move(image, shift))
     return (then_shift - shift_first)[..., border : image.shape[-1] - border].norm().item()
 
 
 @attempt("equivariance_error", "the divisor over the whole width", "denominator too")
-def equivariance_whole_divisor(features, image, shift, border):
+def equivariance_whole_divisor(features, image, shift, border, move=roll):
+    then_shift = move(features(image), shift)
+    shift_first = features(move(image, shift))
+    W = image.shape[-1]
+    return ((then_shift - shift_first)[..., border : W - border].norm() / then_shift.norm()).item()
+
+
+@attempt("equivariance_error", "move ignored: torch.roll always", "not always torch.roll")
+def equivariance_always_rolls(features, image, shift, border, move=roll):
     then_shift = torch.roll(features(image), shift, dims=-1)
     shift_first = features(torch.roll(image, shift, dims=-1))
     W = image.shape[-1]
-    return ((then_shift - shift_first)[..., border : W - border].norm() / then_shift.norm()).item()
+    inner = (..., slice(border, W - border))
+    return ((then_shift - shift_first)[inner].norm() / then_shift[inner].norm()).item()
 
 
 # --- 09 random_masking ----------------------------------------------------------------------------

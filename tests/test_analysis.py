@@ -261,3 +261,89 @@ def test_token_map_refuses_a_hybrid():
     model = _tiny_vit(stem_channels=(8,))
     with pytest.raises(ValueError, match="needs a pure ViT"):
         token_map(model, torch.rand(1, 3, 12, 12))
+
+
+def test_a_real_shift_lets_the_background_in_and_wraps_nothing_round():
+    from vitcourse.analysis import roll, shift
+
+    images = torch.arange(2 * 2 * 3 * 5, dtype=torch.float).view(2, 2, 3, 5)
+    right = shift(images, 2, fill=[-1.0, -2.0])  # one background per channel
+    assert torch.equal(right[..., 2:], images[..., :3])  # what stays, in its new place
+    assert (right[:, 0, :, :2] == -1).all() and (right[:, 1, :, :2] == -2).all()
+    left = shift(images, -1)  # negative: to the left, fill 0 by default
+    assert torch.equal(left[..., :4], images[..., 1:]) and (left[..., 4] == 0).all()
+    assert torch.equal(shift(images, 0), images) and (shift(images, 5, fill=7.0) == 7).all()
+    assert torch.equal(roll(images, 2)[..., :2], images[..., 3:])  # roll: the right edge wraps
+    assert torch.equal(shift(images[0], 1)[..., 1:], images[0, ..., :4])  # one (C, H, W) image
+    with pytest.raises(ValueError, match=r"expected images \(..., C, H, W\), got shape \(3, 5\)"):
+        shift(images[0, 0], 1)
+
+
+def test_a_convolution_stays_equivariant_to_a_real_shift_away_from_the_edges():
+    """A real shift changes what comes in at one edge and what leaves at the other; a convolution
+    still moves its features with the image everywhere else. A whole-patch real shift is no
+    longer a permutation of a ViT's tokens: attention spreads the new edge to every token."""
+    from vitcourse.analysis import equivariance_error, shift, token_map
+
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d(1, 3, 3, padding=1)
+    image = torch.rand(1, 1, 12, 16)
+    real = lambda x, pixels: shift(x, pixels, fill=0.3)  # noqa: E731
+    model = _tiny_vit()
+    vit_image = torch.rand(1, 3, 12, 12)
+    no_positions = lambda x: token_map(model, x, positions=False)  # noqa: E731
+    with torch.no_grad():
+        assert equivariance_error(conv, image, 3, border=4, move=real) < 1e-6
+        assert equivariance_error(conv, image, 3, border=2, move=real) > 1e-3  # the edge counts
+        assert equivariance_error(no_positions, vit_image, 4, border=5) < 1e-5  # wrapped
+        assert equivariance_error(no_positions, vit_image, 4, border=5, move=real) > 1e-3
+
+
+def test_stage_map_lays_each_cell_over_its_pixels_and_is_exact_on_the_stride_grid():
+    from vitcourse.analysis import equivariance_error, shift, stage_map
+    from vitcourse.cnn import CNNConfig, SmallCNN
+
+    torch.manual_seed(0)
+    cnn = SmallCNN(CNNConfig(image_size=20, widths=(4, 6, 8), depths=(1, 1, 1))).eval()
+    image = torch.rand(1, 1, 20, 20)
+    with torch.no_grad():
+        cells = cnn.stages[:3](image)  # (1, 8, 5, 5): halved twice, each cell 4 x 4 pixels
+        grown = stage_map(cnn, image, 3)
+        assert grown.shape == (1, 8, 20, 20)
+        assert torch.equal(grown[..., 4:8, 8:12], cells[..., 1:2, 2:3].expand(1, 8, 4, 4))
+        assert torch.equal(stage_map(cnn, image, 1), cnn.stages[0](image))  # no pooling yet
+        # after one pool: on its grid (even shifts) nearly exact, off it (odd shifts) not
+        two = lambda x: stage_map(cnn, x, 2)  # noqa: E731
+        real = lambda x, pixels: shift(x, pixels)  # noqa: E731
+        assert equivariance_error(two, image, 2, border=6, move=real) < 1e-6
+        assert equivariance_error(two, image, 1, border=6, move=real) > 0.05
+    with pytest.raises(ValueError, match="stages must be between 1 and 3, got 4"):
+        stage_map(cnn, image, 4)
+
+
+def test_shifted_accuracy_is_the_accuracy_on_the_shifted_images():
+    from vitcourse.analysis import shift, shifted_accuracy
+
+    class LeftOrRight(torch.nn.Module):  # class 1 when the bright pixel is in the right half
+        def __init__(self):
+            super().__init__()
+            self.unused = torch.nn.Linear(1, 1)  # a parameter, for the device
+
+        def forward(self, x):
+            right = x[..., 5:].sum(dim=(-3, -2, -1)) > x[..., :5].sum(dim=(-3, -2, -1))
+            return torch.stack([~right, right], dim=-1).float()
+
+    images = torch.zeros(4, 1, 2, 10)
+    for b, column in enumerate((1, 3, 6, 8)):
+        images[b, 0, 0, column] = 1.0
+    labels = torch.tensor([0, 0, 1, 1])
+    model = LeftOrRight().train()
+    accuracies = shifted_accuracy(model, images, labels, [0, 1, 2, -4], batch_size=3)
+    expected = []
+    for pixels in (0, 1, 2, -4):
+        guess = model(shift(images, pixels)).argmax(-1)
+        expected.append((guess == labels).float().mean().item())
+    assert accuracies == expected == [1.0, 1.0, 0.5, 0.5]  # two bright pixels leave at 2
+    assert model.training  # left as it was
+    with pytest.raises(ValueError, match=r"labels \(B,\), got shapes \(4, 1, 2, 10\) and \(3,\)"):
+        shifted_accuracy(model, images, labels[:3], [0])

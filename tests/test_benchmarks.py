@@ -3,6 +3,7 @@ running them, not here)."""
 
 import importlib.util
 import json
+import re
 import statistics
 from pathlib import Path
 
@@ -151,26 +152,73 @@ def test_precision_times_every_kind_against_float32(tmp_path, monkeypatch, capsy
     assert "1.00x float32" in capsys.readouterr().out
 
 
-@pytest.mark.slow  # trains two models twice, for a few seconds each
-def test_vit_wins_races_both_models_per_seed_and_ends_with_its_line(tmp_path, capsys):
+@pytest.mark.slow  # trains three models twice, for a few seconds each
+def test_vit_wins_races_every_model_per_seed_and_ends_with_its_line(tmp_path, capsys):
     vit_wins = load("vit_wins")
     out = tmp_path / "race.json"
     results = vit_wins.main(["--seed", "3", "4", "--minutes", "0.02", "--out", str(out)])
     saved = json.loads(out.read_text())
     assert saved["results"] == json.loads(json.dumps(results))  # what it measured, as JSON
-    assert saved["dataset"] == "fashion-mnist-scrambled" and saved["minutes"] == 0.02
+    assert saved["dataset"] == "fashion-mnist-scrambled"
+    assert (saved["minutes"], saved["epochs"]) == (0.02, None)
     assert [(r["model"], r["seed"]) for r in results] == [
-        ("ViT", 3), ("CNN", 3), ("ViT", 4), ("CNN", 4)
-    ]  # fmt: skip
-    assert results[0]["parameters"] == 424_970  # course-28/7's sizes, 14 x 14 patches
-    assert results[1]["parameters"] == 796_266  # notebook 08's CNN
+        (kind, seed) for seed in (3, 4) for kind in ("vit", "cnn", "mlp")
+    ]
+    parameters = [r["parameters"] for r in results[:3]]
+    assert parameters == [424_970, 796_266, 453_130]  # course-28/14, notebook 08's CNN, the MLP
+    flops = [r["flops"] for r in results[:3]]
+    assert flops[2] < flops[0] < flops[1]  # the MLP is cheapest, the CNN dearest, per image
+    assert flops[2] == 2 * (784 * 384 + 384 * 384 + 384 * 10)  # a multiply-add is 2
     for r in results:
         assert r["steps"] > 0 and 0 <= r["test_acc"] <= 1 and r["curve"][0][0] == 0
-    lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("vit ") and lines[0].endswith(
-        "(fashion-mnist-scrambled, 0.02 minutes, seed 3)"
+        assert r["steps_per_pass"] == results[0]["steps_per_pass"] > 0  # the same images
+    out_lines = capsys.readouterr().out.splitlines()
+    assert re.fullmatch(
+        r"vit \d+\.\d% cnn \d+\.\d% mlp \d+\.\d% \(fashion-mnist-scrambled, 0.02 minutes, seed 3\)",
+        out_lines[0],
     )
-    assert lines[-1].startswith("CNN: mean ")
+    assert re.match(
+        r"  cnn: 796,266 parameters, 47\.\d MFLOPs an image, [\d,]+ steps", out_lines[2]
+    )
+    assert out_lines[-6].startswith("vit: mean ") and "5 seeds" not in out_lines[-6]
+    assert out_lines[-3].startswith("vit minus cnn: mean ")
+
+
+@pytest.mark.slow  # two models, one pass over a few images each
+def test_vit_wins_gives_every_model_the_same_passes(tmp_path, monkeypatch, capsys):
+    """--epochs N: every model trains N passes over the same images, whatever a step costs."""
+    vit_wins = load("vit_wins")
+    monkeypatch.setattr(vit_wins, "make_loaders", few_images(vit_wins.make_loaders, 600))
+    out = tmp_path / "race.json"
+    args = ["--epochs", "2", "--models", "mlp", "vit", "--dataset", "fashion-mnist"]
+    results = vit_wins.main([*args, "--out", str(out)])
+    saved = json.loads(out.read_text())
+    assert (saved["dataset"], saved["minutes"], saved["epochs"]) == ("fashion-mnist", None, 2)
+    assert [r["model"] for r in results] == ["mlp", "vit"]
+    for r in results:
+        assert r["steps"] == 2 * r["steps_per_pass"] == 10  # 600 images in batches of 128: 5
+        assert [p[0] for p in r["passes"]] == [1, 2] and r["passes"][-1][1] == 10
+    assert capsys.readouterr().out.splitlines()[0].endswith("(fashion-mnist, 2 passes, seed 0)")
+    name = vit_wins.race_file("fashion-mnist-scrambled", epochs=10)
+    assert name == "vit_wins_fashion-mnist-scrambled_10-passes.json"
+    assert (
+        vit_wins.race_file("fashion-mnist", minutes=3.0) == "vit_wins_fashion-mnist_3-minutes.json"
+    )
+    with pytest.raises(SystemExit):  # one budget or the other, not both
+        vit_wins.main(["--epochs", "2", "--minutes", "1"])
+
+
+def few_images(make_loaders, n):
+    """make_loaders, with only the first `n` training images."""
+
+    def fewer(*args, **kwargs):
+        loaders = make_loaders(*args, **kwargs)
+        train = loaders.train
+        subset = torch.utils.data.Subset(train.dataset, range(n))
+        loader = torch.utils.data.DataLoader(subset, batch_size=train.batch_size, shuffle=True)
+        return loaders._replace(train=loader)
+
+    return fewer
 
 
 def test_check_attempts_counts_every_attempt_once_per_exercise():

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from vitcourse import checks
+from vitcourse.analysis import roll
 
 # --- notebook 07: attention rollout ------------------------------------------------------------
 
@@ -56,13 +57,22 @@ def test_attention_rollout_mistakes(fn, hint):
 
 
 def _equivariance(
-    shift_features=True, dims=-1, border=True, relative=True, whole_denominator=False, by="a"
+    shift_features=True,
+    dims=-1,
+    border=True,
+    relative=True,
+    whole_denominator=False,
+    by="a",
+    move=True,
 ):
-    def equivariance_error(features, image, shift, border_columns):
+    def equivariance_error(features, image, shift, border_columns, given=roll):
+        def moved(x, pixels):  # the given move, or torch.roll along `dims` whatever was given
+            return given(x, pixels) if dims == -1 and move else torch.roll(x, pixels, dims=dims)
+
         a = features(image)
         if shift_features:
-            a = torch.roll(a, shift, dims=dims)
-        b = features(torch.roll(image, shift, dims=dims))
+            a = moved(a, shift)
+        b = features(moved(image, shift))
         whole = {"a": a, "b": b}[by]
         if border:
             end = a.shape[-1] - border_columns
@@ -91,7 +101,8 @@ def test_equivariance_check_accepts_good_answers():
         (_equivariance(relative=False), "make it relative"),
         (_equivariance(whole_denominator=True), "leave the border out of the denominator too"),
         (_equivariance(by="b"), "not of the features of the shifted image"),
-        (lambda f, x, s, b: "small", "should return one number"),
+        (_equivariance(move=False), "not always torch.roll"),
+        (lambda f, x, s, b, m: "small", "should return one number"),
     ],
 )
 def test_equivariance_mistakes(fn, hint):

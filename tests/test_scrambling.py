@@ -38,6 +38,24 @@ def test_the_fixed_scramble_is_the_courses_orders_for_one_image_or_a_batch(shape
     assert torch.equal(scramble_fixed(images, patch), scramble_fixed(images, patch))  # fixed
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_every_square_and_every_number_in_it_moves_for_every_seed(seed):
+    for patches, numbers in ((4, 196), (2, 3), (16, 49)):
+        patch_order, pixel_order = scramble_orders(patches, numbers, seed=seed)
+        for order, n in ((patch_order, patches), (pixel_order, numbers)):
+            assert sorted(order.tolist()) == list(range(n))  # a permutation
+            assert not (order == torch.arange(n)).any()  # that moves every element
+    again = scramble_orders(16, 49, seed=seed)  # the same seed, the same orders
+    assert torch.equal(again[0], patch_order) and torch.equal(again[1], pixel_order)
+    one = scramble_orders(1, 1, seed)  # nowhere to move a lone square: it stays
+    assert one[0].tolist() == [0] and one[1].tolist() == [0]
+
+
+def test_the_courses_scramble_moves_all_four_squares():
+    patch_order, _pixels = scramble_orders(4, 196)  # seed 0, the data layer's
+    assert all(patch_order[n] != n for n in range(4))
+
+
 def test_neighbours_no_longer_belong_together():
     # A smooth image: each pixel close to the next. Scrambled, neighbours are far apart.
     ramp = torch.linspace(0, 1, 28).expand(28, 28).reshape(1, 1, 28, 28)

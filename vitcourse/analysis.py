@@ -11,14 +11,16 @@
   (Figure 7, centre).
 - `patch_embedding_filters`: principal components of the patch-embedding filters (Figure 7, left).
 - `equivariance_error` (notebook 08): how far a layer is from translation equivariance, the
-  built-in assumption of a convolution; `token_map` lays a ViT's tokens back on the image's
+  built-in assumption of a convolution, with images moved by `roll` (wrap-around) or `shift` (a
+  real shift, the background coming in); `shifted_accuracy`: a trained model's accuracy on
+  shifted images; `token_map` lays a ViT's tokens back on the image's
   pixels, so the same measure applies to a ViT (section 3.1: *"In ViT, only MLP layers are local
   and translationally equivariant, while the self-attention layers are global."*).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -147,16 +149,52 @@ def patch_embedding_filters(model, k: int = 16) -> torch.Tensor:
     return vh[:k].reshape(k, C, P, P)
 
 
+def roll(images: torch.Tensor, pixels: int) -> torch.Tensor:
+    """Move (..., H, W) images `pixels` columns to the right (negative: left), the columns that
+    leave at one side coming back in at the other: `torch.roll`. Not a real shift: a whole-patch
+    roll of a ViT's input only permutes its patches."""
+    return torch.roll(images, shifts=pixels, dims=-1)
+
+
+def shift(images: torch.Tensor, pixels: int, fill: float | Sequence[float] = 0.0) -> torch.Tensor:
+    """Move (..., C, H, W) images `pixels` columns to the right (negative: left), as a camera
+    would: the columns that leave are gone, and the ones that come in are `fill` (one number, or
+    one per channel). Nothing wraps round.
+
+    `fill` is the background. The course's images are normalised, so 0 is the mean pixel, not the
+    background: for Fashion-MNIST and MNIST, whose background is black, pass the normalised black
+    (`-mean / std` of each channel; notebook 08 does). CIFAR's photos have no background colour;
+    black is a choice there too."""
+    if images.ndim < 3:
+        message = _("expected images (..., C, H, W), got shape {shape}")
+        raise ValueError(message.format(shape=tuple(images.shape)))
+    width = images.shape[-1]
+    moved = torch.empty_like(images)
+    moved[...] = torch.as_tensor(fill, dtype=images.dtype, device=images.device).view(-1, 1, 1)
+    if abs(pixels) < width:  # what is left of the image, in its new place
+        if pixels >= 0:
+            moved[..., pixels:] = images[..., : width - pixels]
+        else:
+            moved[..., :pixels] = images[..., -pixels:]
+    return moved
+
+
 def equivariance_error(
-    features: Callable[[torch.Tensor], torch.Tensor], image: torch.Tensor, shift: int, border: int
+    features: Callable[[torch.Tensor], torch.Tensor],
+    image: torch.Tensor,
+    shift: int,
+    border: int,
+    move: Callable[[torch.Tensor, int], torch.Tensor] = roll,
 ) -> float:
     """How far `features` is from translation equivariance on `image` (B, C, H, W).
 
-    Shift the image `shift` pixels to the right and compute its features, then compute the
-    features first and shift *them*: for an equivariant layer (a convolution) the two agree. The
+    Move the image `shift` pixels to the right with `move` and compute its features, then compute
+    the features first and move *them*: for an equivariant layer the two agree. `move` is `roll`
+    (wrap-around, the default) or a real shift (`shift`, with the background coming in). The
     difference is measured away from `border` columns at each side (0: every column), where
-    `torch.roll` wraps pixels round, relative to the size of the features. `features` must keep
-    the image's width (a convolution with padding does, and `token_map`).
+    pixels wrapped round or came in, relative to the size of the features: with a real shift,
+    take `border` at least the shift. `features` must keep the image's width (a convolution with
+    padding does, and `token_map`).
     """
     width = image.shape[-1]
     if border < 0 or 2 * border >= width:
@@ -165,11 +203,42 @@ def equivariance_error(
                 most=(width - 1) // 2, border=border
             )
         )
-    then_shift = torch.roll(features(image), shifts=shift, dims=-1)  # features, then shift
-    shift_first = features(torch.roll(image, shifts=shift, dims=-1))  # shift, then features
-    inner = (..., slice(border, width - border))  # columns away from the wrapped-round edges
+    then_shift = move(features(image), shift)  # features, then shift
+    shift_first = features(move(image, shift))  # shift, then features
+    inner = (..., slice(border, width - border))  # columns away from the edges
     difference = (then_shift - shift_first)[inner].norm() / then_shift[inner].norm()
     return difference.item()
+
+
+def shifted_accuracy(
+    model: torch.nn.Module,
+    images: torch.Tensor,
+    labels: torch.Tensor,
+    shifts: Sequence[int],
+    fill: float | Sequence[float] = 0.0,
+    batch_size: int = 500,
+) -> list[float]:
+    """The model's accuracy on `images` (B, C, H, W) with `labels` (B,), each image moved by
+    `shift` (a real shift, `fill` coming in) for each of `shifts`: one accuracy per shift."""
+    if images.ndim != 4 or labels.shape != images.shape[:1]:
+        message = _(
+            "expected images (B, C, H, W) and labels (B,), got shapes {images} and {labels}"
+        )
+        raise ValueError(message.format(images=tuple(images.shape), labels=tuple(labels.shape)))
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    accuracies = []
+    with torch.no_grad():
+        for pixels in shifts:
+            right = 0
+            for start in range(0, len(images), batch_size):
+                batch = shift(images[start : start + batch_size], pixels, fill).to(device)
+                guess = model(batch).argmax(dim=-1).cpu()
+                right += (guess == labels[start : start + batch_size]).sum().item()
+            accuracies.append(right / len(images))
+    model.train(was_training)
+    return accuracies
 
 
 def token_map(model, images: torch.Tensor, blocks: bool = True, positions: bool = True):
@@ -195,3 +264,20 @@ def token_map(model, images: torch.Tensor, blocks: bool = True, positions: bool 
     B, N, D = x.shape
     grid = x.transpose(1, 2).reshape(B, D, g, g)  # (B, N, D) -> (B, D, H/P, W/P)
     return grid.repeat_interleave(P, dim=-2).repeat_interleave(P, dim=-1)  # -> (B, D, H, W)
+
+
+def stage_map(cnn, images: torch.Tensor, stages: int) -> torch.Tensor:
+    """A CNN's feature map after its first `stages` stages, laid back on the image's pixels:
+    (B, C, H, W) -> (B, channels, H, W).
+
+    After k stages the CNN's map has been halved k - 1 times (each stage after the first starts
+    with a 2 x 2 max-pool), so each cell stands for a square of 2**(k-1) pixels: repeating it over
+    them (and cutting what the last cells overhang) gives a map of the image's width that
+    `equivariance_error` can shift pixel by pixel, as `token_map` does for a ViT's tokens."""
+    if not 1 <= stages <= len(cnn.stages):
+        message = _("stages must be between 1 and {most}, got {stages}")
+        raise ValueError(message.format(most=len(cnn.stages), stages=stages))
+    maps = cnn.stages[:stages](images)  # (B, widths[k-1], H / 2**(k-1), W / 2**(k-1)), rounded up
+    stride = 2 ** (stages - 1)  # pixels per cell
+    grown = maps.repeat_interleave(stride, dim=-2).repeat_interleave(stride, dim=-1)
+    return grown[..., : images.shape[-2], : images.shape[-1]]

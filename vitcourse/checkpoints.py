@@ -28,6 +28,7 @@ from vitcourse.deit import DistilledViT
 from vitcourse.environment import default_root
 from vitcourse.language import _
 from vitcourse.mae import MAEConfig, MaskedAutoencoder
+from vitcourse.mlp import MLPConfig, SmallMLP
 from vitcourse.vit import VisionTransformer, ViTConfig
 
 # Models trained by the command-line trainer and shipped with the course (the README says how).
@@ -68,6 +69,7 @@ def register_architecture(model_class: type[nn.Module], config_class: type) -> t
 
 register_architecture(VisionTransformer, ViTConfig)
 register_architecture(SmallCNN, CNNConfig)
+register_architecture(SmallMLP, MLPConfig)  # notebook 09's control with no spatial prior
 register_architecture(DistilledViT, ViTConfig)  # notebook 09's student of a CNN teacher
 register_architecture(MaskedAutoencoder, MAEConfig)  # notebook 09's pre-training, decoder kept
 

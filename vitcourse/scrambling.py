@@ -2,7 +2,8 @@
 
 Introduced in notebook 09. Every image is cut into its P x P patches (`vitcourse.patching`); the
 patches change places by one fixed permutation, `patch_order`, and the numbers inside every patch
-by another, `pixel_order`: the same two for every image, training and test alike. Nothing is
+by another, `pixel_order`: the same two for every image, training and test alike, and each moves
+every patch and every number (no patch stays in its place). Nothing is
 lost (the permutations can be undone), but neighbouring pixels no longer belong together.
 
 A CNN assumes they do: a 3 x 3 filter looks at neighbours, and pooling gathers nearby features
@@ -39,11 +40,21 @@ def scramble_orders(
     num_patches: int, patch_numbers: int, seed: int = SEED
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Two fixed random permutations: `patch_order` of the `num_patches` patches and `pixel_order`
-    of the `patch_numbers` (P*P*C) numbers inside a patch, drawn from `seed`."""
+    of the `patch_numbers` (P*P*C) numbers inside a patch, drawn from `seed`. Both move every
+    element (derangements: no patch and no number stays where it was), for every seed."""
     generator = torch.Generator().manual_seed(seed)
-    patch_order = torch.randperm(num_patches, generator=generator)
-    pixel_order = torch.randperm(patch_numbers, generator=generator)
-    return patch_order, pixel_order
+    return _derangement(num_patches, generator), _derangement(patch_numbers, generator)
+
+
+def _derangement(n: int, generator: torch.Generator) -> torch.Tensor:
+    """A random permutation of `n` with no fixed point, uniform over those (draw, and draw again
+    while one stays: about e = 2.7 draws on average). With one element there is nowhere to go."""
+    if n < 2:
+        return torch.arange(n)
+    while True:
+        order = torch.randperm(n, generator=generator)
+        if not (order == torch.arange(n)).any():
+            return order
 
 
 def scramble(

@@ -137,16 +137,24 @@ _EQUIVARIANCE_GENERIC = Hint(
         "of the shifted features."
     ),
 )
-# (shift, border) of the check's three calls: border 0 keeps every column.
-_SHIFTS = ((3, 2), (1, 0), (-2, 3))
 
 
-def _equivariance_mistakes(features, image, shift: int, border: int) -> list:
+def _real_shift(x: torch.Tensor, pixels: int) -> torch.Tensor:
+    """The check's real shift: `analysis.shift` with a background of 0.5 coming in."""
+    return analysis.shift(x, pixels, fill=0.5)
+
+
+# (shift, border, move) of the check's four calls: border 0 keeps every column; the last two
+# move the image by a real shift, where nothing wraps round.
+_SHIFTS = ((3, 2, analysis.roll), (1, 0, analysis.roll), (-2, 3, _real_shift), (2, 2, _real_shift))
+
+
+def _equivariance_mistakes(features, image, shift: int, border: int, move) -> list:
     """equivariance_error's classic slips for one call, each with the number it would give."""
     W = image.shape[-1]
     inner = (..., slice(border, W - border))
-    f_then_s = torch.roll(features(image), shift, dims=-1)
-    s_then_f = features(torch.roll(image, shift, dims=-1))
+    f_then_s = move(features(image), shift)
+    s_then_f = features(move(image, shift))
 
     def relative(a, b, part=inner):
         return ((a - b)[part].norm() / a[part].norm()).reshape(1)
@@ -160,6 +168,17 @@ def _equivariance_mistakes(features, image, shift: int, border: int) -> list:
             lambda: relative(features(image), s_then_f),
         ),
         (
+            N_(
+                "move the image and the features with `move(x, shift)`, the function the "
+                "check passes: it is not always torch.roll (a real shift lets the background in "
+                "and wraps nothing round)."
+            ),
+            lambda: relative(
+                torch.roll(features(image), shift, dims=-1),
+                features(torch.roll(image, shift, dims=-1)),
+            ),
+        ),
+        (
             N_("shift along the width, the last axis (dims=-1), not the height."),
             lambda: relative(
                 torch.roll(features(image), shift, dims=-2),
@@ -168,8 +187,8 @@ def _equivariance_mistakes(features, image, shift: int, border: int) -> list:
         ),
         (
             N_(
-                "leave out `border` columns at each side: torch.roll wraps pixels round, "
-                "and the wrapped edge is not a real shift."
+                "leave out `border` columns at each side: there pixels wrapped round or the "
+                "background came in, and no layer can be blamed for those."
             ),
             lambda: relative(f_then_s, s_then_f, part=(...,)),
         ),
@@ -199,17 +218,18 @@ def _equivariance_mistakes(features, image, shift: int, border: int) -> list:
 
 @exercise("equivariance_error", "08_vit_vs_cnn", analysis.equivariance_error)
 class check_equivariance_error:
-    """Check `fn(features, image, shift, border) -> float`: a layer's distance from translation
-    equivariance, as `vitcourse.analysis.equivariance_error` measures it, at three shifts and
-    borders (border 0 among them). A one-number tensor is accepted as the number, on purpose: the
+    """Check `fn(features, image, shift, border, move) -> float`: a layer's distance from
+    translation equivariance, as `vitcourse.analysis.equivariance_error` measures it, at four
+    shifts and borders (border 0 among them), with wrap-around and with a real shift. A one-number tensor is accepted as the number, on purpose: the
     statement asks for `.item()`, and both mean the same."""
 
     called = N_(
         "features (a 3 × 3 convolution plus a fixed pattern by position), image (1, 1, 10, 12), "
-        "with (shift, border) (3, 2), (1, 0) and (-2, 3)"
+        "with (shift, border) (3, 2) and (1, 0) moved by roll, (-2, 3) and (2, 2) by a real shift"
     )
     more = N_(
-        "two paths to compare: features first then shift, and shift first then features. Both "
+        "two paths to compare: features first then move, and move first then features, both "
+        "with move(x, shift). Both "
         "norms (the difference's and the divisor's) over the columns from border to width - "
         "border, and the divisor is the first path's."
     )
@@ -239,7 +259,7 @@ class check_equivariance_error:
         if not (isinstance(got, list) and len(got) == len(_SHIFTS)):
             raise ValueError("an answer that pack did not write")
         features = _features(weights, where)
-        for answer, (shift, border) in zip(got, _SHIFTS, strict=True):
+        for answer, (shift, border, move) in zip(got, _SHIFTS, strict=True):
             if isinstance(answer, torch.Tensor) and answer.numel() == 1:
                 answer = answer.item()
             if not isinstance(answer, float | int):
@@ -257,14 +277,19 @@ class check_equivariance_error:
                     ),
                 )
             with torch.no_grad():
-                expected = analysis.equivariance_error(features, image, shift, border)
-                mistakes = _equivariance_mistakes(features, image, shift, border)
+                expected = analysis.equivariance_error(features, image, shift, border, move)
+                mistakes = _equivariance_mistakes(features, image, shift, border, move)
                 compare(
                     torch.tensor([float(answer)]),
                     torch.tensor([expected]),
                     mistakes,
                     generic=_EQUIVARIANCE_GENERIC,
-                    what=_("the number for shift {shift} and border {border}").format(
-                        shift=shift, border=border
+                    what=_("the number for shift {shift} and border {border} ({move})").format(
+                        shift=shift, border=border, move=_move_name(move)
                     ),
                 )
+
+
+def _move_name(move) -> str:
+    """How the feedback names the check's `move`: wrap-around or a real shift."""
+    return _("wrapped round") if move is analysis.roll else _("a real shift")
