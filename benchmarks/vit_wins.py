@@ -18,7 +18,7 @@ A `Timeline` measures each model's accuracy on 2,000 validation images every 10 
 image (forward pass, `torch.utils.flop_counter`) and its steps are recorded. Each seed ends with
 one line:
 
-    vit 85.1% cnn 81.9% mlp 80.2% (fashion-mnist-scrambled, 3 minutes, seed 0)
+    vit 86.3% cnn 85.4% mlp 90.0% (fashion-mnist-scrambled, 3 minutes, seed 2)
 
     python benchmarks/vit_wins.py --seed 0                      # one seed, 3 minutes a model
     python benchmarks/vit_wins.py --seed 0 --epochs 5          # 5 passes a model instead

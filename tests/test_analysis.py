@@ -277,6 +277,8 @@ def test_a_real_shift_lets_the_background_in_and_wraps_nothing_round():
     assert torch.equal(shift(images[0], 1)[..., 1:], images[0, ..., :4])  # one (C, H, W) image
     with pytest.raises(ValueError, match=r"expected images \(..., C, H, W\), got shape \(3, 5\)"):
         shift(images[0, 0], 1)
+    with pytest.raises(ValueError, match=r"one number or one per channel \(2\), got 3"):
+        shift(images, 1, fill=[0.0, 1.0, 2.0])
 
 
 def test_a_convolution_stays_equivariant_to_a_real_shift_away_from_the_edges():

@@ -92,8 +92,8 @@ def test_checkpoints_remember_the_architecture(tmp_path, tiny_vit, tiny_cnn, toy
         Trainer(VisionTransformer(tiny_vit), toy_loaders(), device="cpu").resume(
             tmp_path / "cnn.pt"
         )
-    with pytest.raises(ValueError, match="unknown architecture 'mlp'"):
-        build_model("mlp", {})
+    with pytest.raises(ValueError, match="unknown architecture 'rnn'"):
+        build_model("rnn", {})
 
 
 @dataclasses.dataclass(frozen=True)

@@ -294,7 +294,7 @@ def test_the_top_level_holds_the_model_and_what_a_learner_reads_and_the_old_door
     the top, the machinery in subpackages named for who uses it."""
     top = {path.stem for path in PACKAGE.glob("*.py")} - {"__init__"} - set(OLD_DOORS)
     assert set(LEARNER_MODULES) <= top
-    assert len(top) <= 20, sorted(top)
+    assert len(top) <= 21, sorted(top)  # each model kind in a module of its own (CONTRIBUTING.md)
     subpackages = {path.parent.name for path in PACKAGE.glob("*/__init__.py")}
     assert subpackages == {"checks", "training", "data", "cli", "classroom", "bridges",
                            "translation"}  # fmt: skip

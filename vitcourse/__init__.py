@@ -13,13 +13,16 @@ Beside it, the other models and what the notebooks use to look at them::
 
     presets             the named sizes (the paper's, the course's) and `preset_for(dataset)`
     cnn                 notebook 08: a small CNN, to race the ViT
+    mlp                 notebook 09: an MLP on the flattened image, a model with no spatial
+                        prior, raced beside them
     deit, mae           notebook 09: the distilled ViT (DeiT) and the masked autoencoder
     pretrained          weights from timm, torchvision and transformers, and back
     checkpoints         model files saved and loaded safely, for every kind of model; the
                         shipped trained models
     widgets, diagrams   notebooks 00-07: interactive explorers; the model drawn with its shapes
     live                notebook 06: the live plot of curves and attention maps
-    analysis            notebooks 07-09: attention rollout, attention distance, Figure 7
+    analysis            notebooks 07-08: attention rollout, attention distance, Figure 7;
+                        equivariance, shifted images
     scrambling          notebook 09: images scrambled in fixed patches, where a CNN's
                         assumptions are false and a ViT's are not
     paper               notebooks 08-09: the paper's published results, and their charts
@@ -52,7 +55,7 @@ working.
 Imports flow one way, from the bottom up (tests/test_package.py checks there is no cycle,
 subpackages included): hosting, environment and `training.scaling`; then patching and
 scrambling (a scrambled dataset is cut in patches), `data`, the rest of the model (embedding to
-vit; then presets, cnn, deit, mae, pretrained), checkpoints, the training rooms and the loop;
+vit; then presets, cnn, mlp, deit, mae, pretrained), checkpoints, the training rooms and the loop;
 then live, the bridges, pre-training and distillation, and the command lines. analysis, widgets
 and diagrams read the model only; `checks` reads the model and the reference solutions it checks
 (in analysis, scrambling, presets, mae, and the loop and distillation in `training`);

@@ -168,9 +168,13 @@ def shift(images: torch.Tensor, pixels: int, fill: float | Sequence[float] = 0.0
     if images.ndim < 3:
         message = _("expected images (..., C, H, W), got shape {shape}")
         raise ValueError(message.format(shape=tuple(images.shape)))
-    width = images.shape[-1]
+    width, channels = images.shape[-1], images.shape[-3]
+    background = torch.as_tensor(fill, dtype=images.dtype, device=images.device).flatten()
+    if len(background) not in (1, channels):
+        message = _("fill needs one number or one per channel ({channels}), got {count}")
+        raise ValueError(message.format(channels=channels, count=len(background)))
     moved = torch.empty_like(images)
-    moved[...] = torch.as_tensor(fill, dtype=images.dtype, device=images.device).view(-1, 1, 1)
+    moved[...] = background.view(-1, 1, 1)
     if abs(pixels) < width:  # what is left of the image, in its new place
         if pixels >= 0:
             moved[..., pixels:] = images[..., : width - pixels]

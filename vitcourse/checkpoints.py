@@ -44,6 +44,9 @@ SHIPPED_MODELS = {
     # "pretrained": a masked autoencoder around the dataset's course ViT, pre-trained without
     # labels (notebook 09): `python -m vitcourse.pretrain`, encoder and decoder both kept.
     ("fashion-mnist", "pretrained"): "mae-course-28-7_fashion-mnist.pt",
+    # "cnn": notebook 08's CNN, trained as the course's ViT was (10 minutes, notebook 06's recipe:
+    # `python -m vitcourse.train --model cnn --minutes 10`), to move test images under both.
+    ("fashion-mnist", "cnn"): "cnn-28_fashion-mnist.pt",
 }
 
 # The architecture name a checkpoint stores -> (model class, config class).
