@@ -75,11 +75,17 @@ COURSE_FILES = {
     "trained/race_fashion-mnist.json": (
         "6b05595c5fc8bd625bd05c0767206b2290dc8e8c0ff694c5e155b770bda94fff"
     ),
+    "trained/cnn-28_fashion-mnist.pt": (
+        "482ab35cfc576e74f9e3c4484a777f4b247037890feccc6e4f1a4d69280329f2"
+    ),
+    "trained/vit_wins_fashion-mnist-scrambled_3-minutes.json": (
+        "da69771519846843ad26d62b96ac337328ab311bd700c59d1c6375f32cc3f387"
+    ),
+    "trained/vit_wins_fashion-mnist_3-minutes.json": (
+        "d83baa5eb2855f66ded1f8d5420398e5d9fe003e0766f8609f64d447ce01170d"
+    ),
     "trained/when_vits_win_fashion-mnist.json": (
         "90b0231ee39947ccd38bfd547d2a6e5becf8cfbcdf9c91f31374f3949b67d836"
-    ),
-    "trained/vit_wins_fashion-mnist.json": (
-        "7eeebf2d5476aafbf6adfdc68b32019c3969f4740ca0c3eee6ac622dc07d66aa"
     ),
 }
 
@@ -95,8 +101,8 @@ CPU_SECONDS = {
     "05_vision_transformer": 11,
     "06_training": 330,
     "07_inside_a_vit": 14,
-    "08_vit_vs_cnn": 10,
-    "09_when_vits_win": 10,
+    "08_vit_vs_cnn": 20,
+    "09_when_vits_win": 11,
     "10_bridges": 93,
 }
 # Notebooks whose full mode (or live option) trains for a set number of minutes: as long anywhere.

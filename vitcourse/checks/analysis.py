@@ -169,9 +169,9 @@ def _equivariance_mistakes(features, image, shift: int, border: int, move) -> li
         ),
         (
             N_(
-                "move the image and the features with `move(x, shift)`, the function the "
-                "check passes: it is not always torch.roll (a real shift lets the background in "
-                "and wraps nothing round)."
+                "move the image and the features with the function the check passes as "
+                "`move`: it is not always torch.roll (a real shift lets the background in and "
+                "wraps nothing round)."
             ),
             lambda: relative(
                 torch.roll(features(image), shift, dims=-1),
