@@ -42,6 +42,25 @@ def test_every_catalog_is_complete_and_nothing_is_fuzzy(templates, code):
     assert not problems, f"{len(problems)} entries to translate:\n" + "\n".join(problems[:20])
 
 
+@pytest.mark.parametrize("code", LANGUAGES)
+def test_no_entry_is_marked_printf_style_for_translators_tools_to_check(code):
+    """Babel marks "86.7% on" python-format; msgfmt --check (and Poedit, Weblate) would then hold
+    the translation to a printf format the course never uses: every such entry is written
+    no-python-format instead (catalogs.text)."""
+    marked = []
+    for path in [
+        *(catalogs.LOCALE / code).glob("*.po"),
+        *(catalogs.LOCALE / "templates").glob("*.pot"),
+    ]:
+        for number, line in enumerate(path.read_text().splitlines(), start=1):
+            flags = (
+                line.removeprefix("#,").replace(",", " ").split() if line.startswith("#,") else []
+            )
+            if "python-format" in flags:
+                marked.append(f"{path.name}:{number}")
+    assert not marked, marked[:10]
+
+
 def test_a_changed_cell_marks_its_own_entries_only(templates):
     notebook = json.loads(NOTEBOOKS[1].read_text())
     template = catalogs.notebook_template(notebook)
