@@ -15,7 +15,7 @@ The budget is the same for every model: --minutes of training (the default, 3), 
 passes over the training images (equal passes: the same images seen, whatever each step costs).
 A `Timeline` measures each model's accuracy on 2,000 validation images every 10 s of training
 (paused time), and the same images are measured after every pass. Each model's FLOPs for one
-image (forward pass, `torch.utils.flop_counter`) and its steps are recorded. Each seed ends with
+image (forward pass, `analysis.flops_per_image`) and its steps are recorded. Each seed ends with
 one line:
 
     vit 86.3% cnn 85.4% mlp 90.0% (fashion-mnist-scrambled, 3 minutes, seed 2)
@@ -43,8 +43,8 @@ from pathlib import Path
 
 import torch
 from torch.utils.data import DataLoader, Subset
-from torch.utils.flop_counter import FlopCounterMode
 
+from vitcourse.analysis import flops_per_image
 from vitcourse.cnn import SmallCNN, cnn_preset_for
 from vitcourse.data.datasets import DatasetInfo, scrambled_twin
 from vitcourse.data.loading import dataset_info, make_loaders
@@ -79,15 +79,6 @@ def build(kind: str, info: DatasetInfo) -> torch.nn.Module:
     raise ValueError(f"unknown model {kind!r}: expected one of {', '.join(MODELS)}")
 
 
-def flops_per_image(model: torch.nn.Module, info: DatasetInfo) -> int:
-    """The model's floating-point operations for one image, forward pass (a multiply-add is 2)."""
-    image = torch.zeros(1, info.channels, info.image_size, info.image_size)
-    counter = FlopCounterMode(display=False)
-    with counter, torch.no_grad():
-        model.eval()(image)
-    return counter.get_total_flops()
-
-
 def race_model(kind: str, info: DatasetInfo, budget: dict, seed: int) -> dict:
     """Train one model of `kind` on the dataset `info` for `budget` ({"minutes": m} or
     {"epochs": n}); its row of results."""
@@ -96,7 +87,7 @@ def race_model(kind: str, info: DatasetInfo, budget: dict, seed: int) -> dict:
     val = Subset(loaders.val.dataset, range(min(2000, len(loaders.val.dataset))))
     loaders = loaders._replace(val=DataLoader(val, batch_size=500))
     model = build(kind, info)
-    flops = flops_per_image(model, info)
+    flops = flops_per_image(model)
     timeline = Timeline(loaders.val, every_seconds=10)
     trainer = Trainer(model, loaders, TrainConfig(**budget, seed=seed), [timeline])
     trainer.fit()

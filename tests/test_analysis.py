@@ -349,3 +349,14 @@ def test_shifted_accuracy_is_the_accuracy_on_the_shifted_images():
     assert model.training  # left as it was
     with pytest.raises(ValueError, match=r"labels \(B,\), got shapes \(4, 1, 2, 10\) and \(3,\)"):
         shifted_accuracy(model, images, labels[:3], [0])
+
+
+def test_flops_per_image_counts_a_multiply_add_as_two_and_leaves_the_model_in_eval():
+    from vitcourse.analysis import flops_per_image
+    from vitcourse.mlp import MLPConfig, SmallMLP
+
+    mlp = SmallMLP(MLPConfig(image_size=4, in_channels=2, num_classes=3, widths=(5,))).train()
+    assert flops_per_image(mlp) == 2 * (32 * 5 + 5 * 3)  # two matrix products, biases not counted
+    assert not mlp.training
+    conv = _tiny_vit()  # a ViT's patch embedding is a convolution: counted too
+    assert flops_per_image(conv) > 2 * 9 * 48 * 16  # at least the patch embedding's products

@@ -21,8 +21,8 @@ Beside it, the other models and what the notebooks use to look at them::
                         shipped trained models
     widgets, diagrams   notebooks 00-07: interactive explorers; the model drawn with its shapes
     live                notebook 06: the live plot of curves and attention maps
-    analysis            notebooks 07-08: attention rollout, attention distance, Figure 7;
-                        equivariance, shifted images
+    analysis            notebooks 07-09: attention rollout, attention distance, Figure 7;
+                        equivariance, shifted images, FLOPs per image
     scrambling          notebook 09: images scrambled in fixed patches, where a CNN's
                         assumptions are false and a ViT's are not
     paper               notebooks 08-09: the paper's published results, and their charts

@@ -10,6 +10,8 @@
 - `position_embedding_similarity`: the learned position embeddings, compared on the grid
   (Figure 7, centre).
 - `patch_embedding_filters`: principal components of the patch-embedding filters (Figure 7, left).
+- `flops_per_image` (notebooks 08 and 09): the arithmetic of one image's forward pass, what a
+  model costs in a race against the clock.
 - `equivariance_error` (notebook 08): how far a layer is from translation equivariance, the
   built-in assumption of a convolution, with images moved by `roll` (wrap-around) or `shift` (a
   real shift, the background coming in); `shifted_accuracy`: a trained model's accuracy on
@@ -23,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import torch
+from torch.utils.flop_counter import FlopCounterMode
 
 from vitcourse.embedding import embed_tokens, position_similarity
 from vitcourse.language import _
@@ -149,6 +152,21 @@ def patch_embedding_filters(model, k: int = 16) -> torch.Tensor:
     return vh[:k].reshape(k, C, P, P)
 
 
+def flops_per_image(model: torch.nn.Module) -> int:
+    """Floating-point operations of one image's forward pass (a multiply-add is 2), counted by
+    PyTorch (`torch.utils.flop_counter`). The model is put in evaluation mode; its `config` gives
+    the image's size and channels."""
+    c = model.config
+    image = torch.zeros(1, c.in_channels, c.image_size, c.image_size, device=_device_of(model))
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        model.eval()(image)
+    return counter.get_total_flops()
+
+
+def _device_of(model: torch.nn.Module) -> torch.device:
+    return next(model.parameters()).device
+
+
 def roll(images: torch.Tensor, pixels: int) -> torch.Tensor:
     """Move (..., H, W) images `pixels` columns to the right (negative: left), the columns that
     leave at one side coming back in at the other: `torch.roll`. Not a real shift: a whole-patch
@@ -229,7 +247,7 @@ def shifted_accuracy(
             "expected images (B, C, H, W) and labels (B,), got shapes {images} and {labels}"
         )
         raise ValueError(message.format(images=tuple(images.shape), labels=tuple(labels.shape)))
-    device = next(model.parameters()).device
+    device = _device_of(model)
     was_training = model.training
     model.eval()
     accuracies = []
