@@ -204,7 +204,9 @@ extensions = [
 copybutton_selector = "div:not(.output) > div.highlight pre"  # code, not the outputs
 exclude_patterns = ["_build", "README.md", "**/.ipynb_checkpoints", "es"]
 templates_path = ["_templates"]
-myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence"]
+myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "substitution"]
+# The home page says how its notebooks ran ({{ run_mode }}): true of this build, quick or full.
+myst_substitutions = {"run_mode": WORDS_HERE["run_mode"][MODE]}
 myst_heading_anchors = 3
 suppress_warnings = ["myst.header"]  # notebooks' titles carry their numbers, e.g. "# 01 · Patches"
 
@@ -241,6 +243,8 @@ html_theme_options = {
     "use_download_button": True,
     "show_toc_level": 2,
 }
+if QUICK:  # every page of a quick build says so, in the theme's banner
+    html_theme_options["announcement"] = WORDS_HERE["quick"]
 # course.css: a wider column for the course's 100-character lines of code, outputs wrapped
 # rather than scrolled, wide figures at the column's full width.
 html_static_path = ["_static"]

@@ -21,6 +21,13 @@ WORDS = {
         "shows a run of the same length whichever machine built the book. Your copy trains for "
         "the time budget.*",
         "other": ("es/index.html", "es", "El curso en español"),
+        # On every page of a quick build (the theme's announcement banner), and the home page's
+        # sentence on how its notebooks ran ({{ run_mode }} in index.md): true of the build.
+        "quick": "A quick build: each notebook ran in quick mode (a few images, one short pass), "
+        "so its numbers and figures are not the course's. The course's book is built in full "
+        "mode.",
+        "run_mode": {"full": "in full mode", "quick": "in quick mode (a few images, one short "
+                     "pass: this is a quick build)"},
     },
     "es": {
         "title": "vitcourse: construye un Vision Transformer paso a paso",
@@ -40,5 +47,10 @@ WORDS = {
         "la página muestre una ejecución de la misma duración sea cual sea la máquina que "
         "construyó el libro. Tu copia se entrena con el presupuesto de tiempo.*",
         "other": ("../index.html", "en", "The course in English"),
+        "quick": "Una construcción rápida: cada cuaderno se ejecutó en modo rápido (pocas "
+        "imágenes, una pasada corta), así que sus números y figuras no son los del curso. El "
+        "libro del curso se construye en modo completo.",
+        "run_mode": {"full": "en modo completo", "quick": "en modo rápido (pocas imágenes, una "
+                     "pasada corta: esta es una construcción rápida)"},
     },
 }

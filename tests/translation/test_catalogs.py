@@ -85,3 +85,42 @@ def test_the_package_catalog_is_compiled_as_it_reads(code):
     mo = catalogs.COMPILED / code / "LC_MESSAGES" / f"{catalogs.DOMAIN}.mo"
     source = catalogs.read(catalogs.LOCALE / code / f"{catalogs.DOMAIN}.po", code)
     assert mo.read_bytes() == catalogs.compiled(source), f"run python -m vitcourse.translate {code}"
+
+
+@pytest.mark.parametrize("code", LANGUAGES)
+def test_every_notebook_entry_names_its_notebook_and_cell(code):
+    """A translator sees where an entry comes from: `#: notebooks/01_patches.ipynb:7`, the English
+    notebook and its cell's number from 1, whose id is the entry's context."""
+    need("babel", "pip install -r requirements-book.txt")
+    for notebook in NOTEBOOKS:
+        cells = json.loads(notebook.read_text())["cells"]
+        for path in (catalogs.LOCALE / code / f"{notebook.stem}.po",
+                     catalogs.LOCALE / "templates" / f"{notebook.stem}.pot"):  # fmt: skip
+            for message in catalogs.read(path, code if path.suffix == ".po" else None):
+                if not message.id:
+                    continue
+                assert len(message.locations) == 1, (path.name, message.id[:60])
+                where, number = message.locations[0]
+                assert where == f"notebooks/{notebook.name}", (path.name, where)
+                assert cells[number - 1]["id"] == message.context, (path.name, number)
+
+
+def test_gettext_msgfmt_check_accepts_every_catalog(tmp_path):
+    """GNU gettext's own check (what Poedit and Weblate run): headers, formats, plural forms."""
+    import os
+    import shutil
+    import subprocess
+
+    if shutil.which("msgfmt") is None:
+        if os.environ.get("CI"):
+            pytest.fail("msgfmt is missing: under CI, apt-get install gettext")
+        pytest.skip("needs GNU gettext's msgfmt (sudo apt-get install gettext)")
+    paths = sorted(catalogs.LOCALE.glob("*/*.po")) + sorted(catalogs.LOCALE.glob("*/*.pot"))
+    assert paths
+    for path in paths:
+        done = subprocess.run(
+            ["msgfmt", "--check", "-o", str(tmp_path / "out.mo"), str(path)],
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, f"{path.relative_to(catalogs.LOCALE)}: {done.stderr[-800:]}"

@@ -381,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
             made = build_gradescope(notebooks, args.out)
         else:
             made = build_prairielearn(notebooks, args.out, args.image)
-        print(f"{made}: {', '.join(notebooks)} (see docs/teachers.md, 'On {args.command}')")
+        print(f"{made}: {', '.join(notebooks)} (next steps: docs/teachers.md)")
         return 0
     speak(parser, args.language)  # the results, and the sandboxes, in that language
     platform = args.command.removeprefix("grade-")

@@ -55,13 +55,20 @@ def new_catalog(code: str | None = None, what: str = "the course's messages"):
     )  # fmt: skip
 
 
-def notebook_template(notebook: dict):
-    """The catalog of what a notebook says: one message a piece, its context the cell's id."""
+def notebook_template(notebook: dict, where: str = "notebook.ipynb"):
+    """The catalog of what a notebook says: one message a piece, its context the cell's id, its
+    reference the notebook `where` and the cell's number from 1 (`#: notebooks/01_patches.ipynb:7`:
+    where a translator finds it in JupyterLab)."""
     catalog = new_catalog(what=f"what notebook {notebook_name(notebook)} says")
-    for cell in notebook["cells"]:
+    for number, cell in enumerate(notebook["cells"], start=1):
         for piece in pieces(cell):
             if catalog.get(piece.text, context=cell["id"]) is None:
-                catalog.add(piece.text, context=cell["id"], auto_comments=[ABOUT[piece.kind]])
+                catalog.add(
+                    piece.text,
+                    context=cell["id"],
+                    locations=[(where, number)],
+                    auto_comments=[ABOUT[piece.kind]],
+                )
     return catalog
 
 
@@ -106,7 +113,10 @@ def templates(notebooks: list[Path]) -> dict[str, object]:
     """Every template by its file's stem: each notebook's, and the package's."""
     import nbformat
 
-    found = {p.stem: notebook_template(nbformat.read(p, as_version=4)) for p in notebooks}
+    found = {
+        p.stem: notebook_template(nbformat.read(p, as_version=4), f"notebooks/{p.name}")
+        for p in notebooks
+    }
     found[DOMAIN] = package_template()
     return found
 
@@ -122,7 +132,7 @@ def text(catalog) -> str:
             message.flags.discard("python-format")
             message.flags.add("no-python-format")
     out = io.BytesIO()
-    write_po(out, catalog, width=100, include_previous=True, include_lineno=False)
+    write_po(out, catalog, width=100, include_previous=True)
     return out.getvalue().decode()
 
 
