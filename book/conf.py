@@ -99,7 +99,8 @@ def exercise_cells(cell: dict, where: str) -> list[dict]:
 # says so above the cell: the page shows a run of the same length on any build machine.
 BOOK_EPOCHS = 7
 TIME_BUDGET = "TrainConfig(minutes=MINUTES)"
-FIXED_PASSES_NOTE = WORDS_HERE["fixed"].format(epochs=BOOK_EPOCHS)
+# A quick build runs quick mode's one short pass (the notebook's own `if QUICK`), and says so.
+FIXED_PASSES_NOTE = WORDS_HERE["fixed_quick" if QUICK else "fixed"].format(epochs=BOOK_EPOCHS)
 
 
 def fixed_passes(cell: dict, notebook: str) -> list[dict]:
@@ -249,10 +250,17 @@ if QUICK:  # every page of a quick build says so, in the theme's banner
 # rather than scrolled, wide figures at the column's full width.
 html_static_path = ["_static"]
 html_css_files = ["course.css"]
+# navigation.js: the menu and contents buttons work on every screen (a theme bug; the file says).
+# figures.js: each figure a notebook draws is a link to its image, to open at full size.
+html_js_files = ["navigation.js", "figures.js"]
 html_favicon = "favicon.png"
 # Light or dark as the reader's system is set (the theme's switch still changes it); named, as the
 # theme's switch otherwise logs an error at first.
-html_context = {"default_mode": "auto", "other_edition": WORDS_HERE["other"]}
+html_context = {
+    "default_mode": "auto",
+    "other_edition": WORDS_HERE["other"],
+    "interface": WORDS_HERE["interface"],
+}
 # Every page links to the other edition, under the navigation (_templates/other-edition.html).
 html_sidebars = {"**": ["navbar-logo.html", "icon-links.html", "search-button-field.html",
                         "sbt-sidebar-nav.html", "other-edition.html"]}  # fmt: skip

@@ -20,14 +20,28 @@ WORDS = {
         "(`TrainConfig(epochs={epochs})`) instead of for `MINUTES` minutes, so that the page "
         "shows a run of the same length whichever machine built the book. Your copy trains for "
         "the time budget.*",
-        "other": ("es/index.html", "es", "El curso en español"),
+        "fixed_quick": "*In this quick build the model trains for one short pass over a few images "
+        "(quick mode's `TrainConfig(epochs=1)`): its curves have a point each, and its numbers "
+        "say nothing of the model. The course's book trains it for {epochs} passes over the "
+        "training images (`TrainConfig(epochs={epochs})`) instead of for `MINUTES` minutes; your "
+        "copy trains for the time budget.*",
+        # The other edition: its folder from this one, its language, the link's words. A
+        # notebook's page links to the same notebook there, any other page to its home page.
+        "other": ("es/", "es", "El curso en español"),
+        # The words of the buttons the book's own templates draw (book/_templates/).
+        "interface": {
+            "primary": "Show or hide the chapters",
+            "secondary": "Show or hide this page's sections",
+        },
         # On every page of a quick build (the theme's announcement banner), and the home page's
         # sentence on how its notebooks ran ({{ run_mode }} in index.md): true of the build.
         "quick": "A quick build: each notebook ran in quick mode (a few images, one short pass), "
         "so its numbers and figures are not the course's. The course's book is built in full "
         "mode.",
-        "run_mode": {"full": "in full mode", "quick": "in quick mode (a few images, one short "
-                     "pass: this is a quick build)"},
+        "run_mode": {
+            "full": "in full mode",
+            "quick": "in quick mode (a few images, one short pass: this is a quick build)",
+        },
     },
     "es": {
         "title": "vitcourse: construye un Vision Transformer paso a paso",
@@ -46,11 +60,23 @@ WORDS = {
         "entrenamiento (`TrainConfig(epochs={epochs})`) en lugar de `MINUTES` minutos, para que "
         "la página muestre una ejecución de la misma duración sea cual sea la máquina que "
         "construyó el libro. Tu copia se entrena con el presupuesto de tiempo.*",
-        "other": ("../index.html", "en", "The course in English"),
+        "fixed_quick": "*En esta construcción rápida el modelo se entrena una pasada corta sobre "
+        "pocas imágenes (`TrainConfig(epochs=1)` del modo rápido): sus curvas tienen un punto "
+        "cada una, y sus números no dicen nada del modelo. El libro del curso lo entrena {epochs} "
+        "pasadas sobre las imágenes de entrenamiento (`TrainConfig(epochs={epochs})`) en lugar "
+        "de `MINUTES` minutos; tu copia se entrena con el presupuesto de tiempo.*",
+        "other": ("../", "en", "The course in English"),
+        "interface": {
+            "primary": "Mostrar u ocultar los capítulos",
+            "secondary": "Mostrar u ocultar las secciones de esta página",
+        },
         "quick": "Una construcción rápida: cada cuaderno se ejecutó en modo rápido (pocas "
         "imágenes, una pasada corta), así que sus números y figuras no son los del curso. El "
         "libro del curso se construye en modo completo.",
-        "run_mode": {"full": "en modo completo", "quick": "en modo rápido (pocas imágenes, una "
-                     "pasada corta: esta es una construcción rápida)"},
+        "run_mode": {
+            "full": "en modo completo",
+            "quick": "en modo rápido (pocas imágenes, una "
+            "pasada corta: esta es una construcción rápida)",
+        },
     },
 }

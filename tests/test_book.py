@@ -339,7 +339,7 @@ def test_both_editions_link_to_each_other_on_every_page_and_say_their_language(b
     from bs4 import BeautifulSoup
 
     count = len(list((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")))
-    for folder, lang, other in [("", "en", "es/index.html"), ("es/", "es", "index.html")]:
+    for folder, lang, other in [("", "en", "es/"), ("es/", "es", "")]:
         pages = navigation(book / folder)
         assert len([p for p in pages if p.startswith("notebooks/")]) == count, lang
         for page in pages:
@@ -348,7 +348,10 @@ def test_both_editions_link_to_each_other_on_every_page_and_say_their_language(b
             link = soup.select_one("nav.other-edition a[href]")
             assert link is not None, f"{folder}{page}: no link to the other edition"
             where = os.path.dirname(folder + page)
-            assert os.path.normpath(os.path.join(where, link["href"])) == other, (page, link)
+            # a notebook's page to the same notebook's, any other page to the other home page
+            same = page if page.startswith("notebooks/") or page == "index.html" else "index.html"
+            target = os.path.normpath(os.path.join(where, link["href"]))
+            assert target == os.path.normpath(other + same), (page, link)
 
 
 def test_each_notebook_page_shows_every_figure_its_notebook_draws(book):
@@ -551,6 +554,36 @@ def test_notebook_06s_page_shows_a_run_of_fixed_passes_and_says_so(book):
 
     page = book / "notebooks" / "06_training.html"
     text = BeautifulSoup(page.read_text(), "html.parser").get_text()
-    assert "trains for 7 passes over the training images" in text
+    if quick_build(book):  # quick mode's one pass, said so, and the book's 7 passes named
+        assert "In this quick build the model trains for one short pass" in text
+        assert "quick mode: one short pass over a few images, one point a curve" in text
+    else:
+        assert "On this page the model trains for 7 passes over the training images" in text
     assert "TrainConfig(epochs=7)" in text
     assert "TrainConfig(minutes=MINUTES)" not in text
+
+
+def quick_build(html: Path) -> bool:
+    """Whether the book in `html` was built in quick mode: its home page says so."""
+    return "this is a quick build" in (html / "index.html").read_text()
+
+
+def test_a_quick_build_says_so_on_every_page_and_a_full_build_nowhere(book):
+    """The theme's banner on every page of a quick build, in the edition's language, and the home
+    page's sentence on how its notebooks ran true of the build, quick or full."""
+    from bs4 import BeautifulSoup
+
+    quick = quick_build(book)
+    editions = [
+        (book, "A quick build:", "as a learner runs it, in {} mode"),
+        (book / "es", "Una construcción rápida:", "como lo ejecuta un estudiante, en modo {}"),
+    ]
+    for html, banner, said in editions:
+        home = " ".join(
+            BeautifulSoup((html / "index.html").read_text(), "html.parser").text.split()
+        )
+        modes = ("quick", "full") if html == book else ("rápido", "completo")
+        assert said.format(modes[0]) in home if quick else said.format(modes[1]) in home
+        for page in navigation(html):
+            shown = banner in (html / page).read_text()
+            assert shown == quick, f"{page}: banner {'missing' if quick else 'on a full build'}"
