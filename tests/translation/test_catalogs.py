@@ -124,3 +124,17 @@ def test_gettext_msgfmt_check_accepts_every_catalog(tmp_path):
             text=True,
         )
         assert done.returncode == 0, f"{path.relative_to(catalogs.LOCALE)}: {done.stderr[-800:]}"
+
+
+@pytest.mark.parametrize("code", LANGUAGES)
+def test_no_old_msgid_is_left_behind_as_a_comment(code):
+    """An old English text belongs in `#|` (previous msgid, which merge keeps for a fuzzy entry),
+    never in a translator's comment (`# | msgid ...`), where no tool clears it."""
+    need("babel", "pip install -r requirements-book.txt")
+    left = [
+        f"{path.name}: {message.id[:50]!r}"
+        for path in sorted((catalogs.LOCALE / code).glob("*.po"))
+        for message in catalogs.read(path, code)
+        if any(c.lstrip().startswith(("|", "msgid")) for c in message.user_comments)
+    ]
+    assert not left, left
