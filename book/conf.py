@@ -187,10 +187,32 @@ def execution_cache() -> str:
 
 stage()
 
+
+# The interface's words in the edition's language where the themes' catalogs lack them or have
+# them wrong (book/_locale/<language>/LC_MESSAGES/: Sphinx's "sphinx" catalog and the book theme's
+# "booktheme"), compiled here and read before the themes' own (locale_dirs; setup, below).
+INTERFACE_LOCALE = HERE / "_build" / f"interface-locale-{LANGUAGE}"
+
+
+def interface_catalogs() -> None:
+    from babel.messages.mofile import write_mo
+    from babel.messages.pofile import read_po
+
+    for po in sorted((HERE / "_locale" / LANGUAGE / "LC_MESSAGES").glob("*.po")):
+        mo = INTERFACE_LOCALE / LANGUAGE / "LC_MESSAGES" / po.with_suffix(".mo").name
+        mo.parent.mkdir(parents=True, exist_ok=True)
+        with po.open("rb") as source, mo.open("wb") as compiled:
+            write_mo(compiled, read_po(source, locale=LANGUAGE))
+
+
+interface_catalogs()
+locale_dirs = [str(INTERFACE_LOCALE)]
+
 project = WORDS_HERE["title"]
 language = LANGUAGE  # the pages' lang="...", and Sphinx's and the theme's own words
-author = "the vitcourse authors"
-copyright = "the vitcourse authors"  # noqa: A001 (Sphinx's name)
+# The footer's "By ..." and "© Copyright ...", in the edition's words.
+author = WORDS_HERE["authors"]
+copyright = WORDS_HERE["authors"]  # noqa: A001 (Sphinx's name)
 # sphinx-mathjax-offline: MathJax 3 copied into the site, so the equations render offline (the
 # default loads it from a CDN).
 # sphinx-copybutton: a button on each code cell that copies its code (not its output), so a reader
@@ -243,6 +265,7 @@ html_theme_options = {
     "use_repository_button": True,
     "use_download_button": True,
     "show_toc_level": 2,
+    "search_bar_text": WORDS_HERE["interface"]["search"],
 }
 if QUICK:  # every page of a quick build says so, in the theme's banner
     html_theme_options["announcement"] = WORDS_HERE["quick"]
@@ -280,6 +303,18 @@ def student_downloads(outdir: Path, notebooks: list[str]) -> list[Path]:
     return written
 
 
+FOLDED = 'aria-label="Toggle hidden content"'  # MyST-NB writes it in English, whatever the language
+
+
+def folded_in_words(outdir: Path) -> None:
+    """Each folded cell's button named in the edition's words (MyST-NB's is fixed in English)."""
+    said = f'aria-label="{WORDS_HERE["interface"]["folded"]}"'
+    for page in outdir.rglob("*.html"):
+        text = page.read_text()
+        if FOLDED in text and said != FOLDED:
+            page.write_text(text.replace(FOLDED, said))
+
+
 def setup(app):
     """Say where the executed notebooks are cached and staged, next to the html (tests/
     test_book.py reads the staged notebooks with their outputs from the cache: MyST-NB's own copies
@@ -295,8 +330,13 @@ def setup(app):
         if exception is None:
             names = [p.name for p in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))]
             student_downloads(Path(app.outdir), names)
+            folded_in_words(Path(app.outdir))
             if app.config.nb_execution_mode != "off":  # -D nb_execution_mode=off: pages only
-                write_decks(Path(app.outdir), HERE / "notebooks", nb_execution_cache_path, names)
+                staged = HERE / "notebooks"
+                write_decks(Path(app.outdir), staged, nb_execution_cache_path, names, LANGUAGE,
+                            WORDS_HERE["slides"])  # fmt: skip
 
     app.connect("builder-inited", record)
     app.connect("build-finished", finished)
+    # Read before the book theme adds its own catalog (it loads later, with the theme).
+    app.add_message_catalog("booktheme", str(INTERFACE_LOCALE))

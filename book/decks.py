@@ -117,8 +117,17 @@ def deck_title(notebook: dict) -> str:
     return first.lstrip("# ").strip()
 
 
-def write_decks(outdir: Path, staged: Path, cache_path: str, names: list[str]) -> list[Path]:
-    """Write `outdir/slides/NAME.slides.html` for each notebook, with the outputs the book shows."""
+def write_decks(
+    outdir: Path,
+    staged: Path,
+    cache_path: str,
+    names: list[str],
+    language: str = "en",
+    slides_word: str = "slides",
+) -> list[Path]:
+    """Write `outdir/slides/NAME.slides.html` for each notebook, with the outputs the book shows,
+    in the edition's `language` (the page's lang, which screen readers and hyphenation follow;
+    `slides_word`, the word in its title)."""
     import nbformat
     from jupyter_cache import get_cache
 
@@ -130,7 +139,12 @@ def write_decks(outdir: Path, staged: Path, cache_path: str, names: list[str]) -
         notebook = nbformat.read(staged / name, as_version=4)
         _, executed = cache.merge_match_into_notebook(notebook)
         executed = output_slides(executed)
-        resources = {"deck_title": deck_title(executed), "metadata": {"name": Path(name).stem}}
+        resources = {
+            "deck_title": deck_title(executed),
+            "deck_language": language,
+            "deck_slides": slides_word,
+            "metadata": {"name": Path(name).stem},
+        }
         html, _ = slides.from_notebook_node(executed, resources=resources)
         target = outdir / DECKS / f"{Path(name).stem}.slides.html"
         target.parent.mkdir(exist_ok=True)

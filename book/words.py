@@ -5,6 +5,8 @@ as the student copy has it, notebook 06's fixed passes) and the link to the othe
 WORDS = {
     "en": {
         "title": "vitcourse: build a Vision Transformer, step by step",
+        "authors": "the vitcourse authors",
+        "slides": "slides",
         "links": "**Run it:** [this notebook on Colab]({teacher}) · [the student copy on Colab]"
         "({student}) (the exercises open; this page folds the solutions) · on your machine, "
         "`jupyter lab {folder}/{name}` ([set-up](../index.md#run-it-on-your-machine)). "
@@ -32,6 +34,8 @@ WORDS = {
         "interface": {
             "primary": "Show or hide the chapters",
             "secondary": "Show or hide this page's sections",
+            "search": "Search...",
+            "folded": "Toggle hidden content",
         },
         # On every page of a quick build (the theme's announcement banner), and the home page's
         # sentence on how its notebooks ran ({{ run_mode }} in index.md): true of the build.
@@ -45,6 +49,8 @@ WORDS = {
     },
     "es": {
         "title": "vitcourse: construye un Vision Transformer paso a paso",
+        "authors": "los autores de vitcourse",
+        "slides": "diapositivas",
         "links": "**Ejecútalo:** [este cuaderno en Colab]({teacher}) · [la copia del estudiante "
         "en Colab]({student}) (con los ejercicios abiertos; esta página pliega las soluciones) · "
         "en tu máquina, `jupyter lab {folder}/{name}` "
@@ -69,6 +75,8 @@ WORDS = {
         "interface": {
             "primary": "Mostrar u ocultar los capítulos",
             "secondary": "Mostrar u ocultar las secciones de esta página",
+            "search": "Buscar...",
+            "folded": "Mostrar u ocultar el contenido plegado",
         },
         "quick": "Una construcción rápida: cada cuaderno se ejecutó en modo rápido (pocas "
         "imágenes, una pasada corta), así que sus números y figuras no son los del curso. El "

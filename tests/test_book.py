@@ -354,6 +354,37 @@ def test_both_editions_link_to_each_other_on_every_page_and_say_their_language(b
             assert target == os.path.normpath(other + same), (page, link)
 
 
+ENGLISH_INTERFACE = [  # the themes' and MyST-NB's words, as they come without the book's own
+    "Link to this heading",
+    "Toggle hidden content",
+    "Toggle primary sidebar",
+    "Toggle secondary sidebar",
+    "Search...",
+    "the vitcourse authors",
+    "Descarga esta pagina",  # the book theme's Spanish, without its accent
+    "Navegación de palanca",
+]
+
+
+def test_the_spanish_edition_speaks_spanish_in_its_interface_and_its_decks(book):
+    """The buttons, tooltips, search box and footer of every Spanish page, and each Spanish deck's
+    lang and title."""
+    pages = [f"es/{page}" for page in navigation(book / "es")]
+    english = [
+        f"{page}: {words!r}"
+        for page in pages
+        for words in ENGLISH_INTERFACE
+        if words in (book / page).read_text()
+    ]
+    assert not english, english[:10]
+    decks = sorted((book / "es" / "slides").glob("*.slides.html"))
+    assert len(decks) == len(list((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")))
+    for deck in decks:
+        text = deck.read_text()
+        assert '<html lang="es">' in text and ": diapositivas</title>" in text, deck.name
+    assert '<html lang="en">' in (book / "slides" / "01_patches.slides.html").read_text()
+
+
 def test_each_notebook_page_shows_every_figure_its_notebook_draws(book):
     for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
         page = f"notebooks/{path.with_suffix('.html').name}"
