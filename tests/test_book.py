@@ -12,8 +12,8 @@ one (`.ci/run` builds the real book in full mode first and hands it over). It is
 - no page shows a traceback, an error or anything written to stderr;
 - every same-site link, image, stylesheet and script resolves (anchors included);
 - the Colab links name notebooks that exist in the repository;
-- axe-core finds no critical accessibility violation, and every figure's alt text says what it
-  shows (a sentence, not a file name).
+- axe-core finds no critical or serious accessibility violation, and every figure's alt text says
+  what it shows (a sentence, not a file name).
 
 `test_the_checks_fail_on_a_broken_page` breaks a page on purpose (an error output, a figure gone,
 a dead link, a file name for alt text) and sees every check fail; `test_a_failing_cell_stops_the_
@@ -283,7 +283,11 @@ def browse(browser, address: str, pages: list[str]) -> dict[str, dict]:
             "failed": failed,
             "offsite": list(offsite),
             "unloaded": unloaded,
-            "critical": [v["id"] for v in violations if v["impact"] == "critical"],
+            "critical or serious": [
+                f"{v['id']} ({v['impact']})"
+                for v in violations
+                if v["impact"] in ("critical", "serious")
+            ],
         }
         page.close()
     context.close()

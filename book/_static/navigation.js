@@ -44,9 +44,33 @@
     });
   }
 
+  // The chapter list's expanders (a module's pages in the reference) carry only an icon: named
+  // here for screen readers, in the page's language (axe-core: summary-name). The sidebar is a
+  // landmark of its own, so nothing on the page sits outside one (axe-core: region).
+  const WORDS = {
+    en: { expand: "Show or hide the pages of", chapters: "Chapters" },
+    es: { expand: "Mostrar u ocultar las páginas de", chapters: "Capítulos" },
+  };
+
+  function name() {
+    const words = WORDS[(document.documentElement.lang || "en").slice(0, 2)] || WORDS.en;
+    document.querySelectorAll("nav.bd-docs-nav details > summary").forEach((summary) => {
+      if (summary.textContent.trim() || summary.getAttribute("aria-label")) return;
+      const link = summary.parentElement.parentElement.querySelector(":scope > a");
+      const title = link ? link.textContent.trim() : "";
+      summary.setAttribute("aria-label", `${words.expand} ${title}`.trim());
+    });
+    const sidebar = document.getElementById("pst-primary-sidebar");
+    if (sidebar && !sidebar.getAttribute("role")) {
+      sidebar.setAttribute("role", "navigation");
+      sidebar.setAttribute("aria-label", words.chapters);
+    }
+  }
+
   function start() {
     wire("primary", "pst-primary-sidebar");
     wire("secondary", "pst-secondary-sidebar");
+    name();
   }
 
   if (document.readyState === "loading") {
