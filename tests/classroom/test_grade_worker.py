@@ -320,3 +320,33 @@ def test_outputs_are_read_only_as_small_regular_files(tmp_path):
     assert grading._read_json(tmp_path / "deep", 2**20) is None
     (tmp_path / "ok").write_text('{"kind": "x"}')
     assert grading._read_json(tmp_path / "ok", 100) == {"kind": "x"}
+
+
+def test_outputs_are_read_without_following_a_link_at_any_level(tmp_path):
+    """After its cells ran, a notebook can rename the folder it wrote (`defs`) and put a link
+    there, to a folder of the grader's holding a correct answer: the grader reads from its own
+    output folder down, one folder at a time, and follows no link at any level."""
+    out, elsewhere = tmp_path / "out", tmp_path / "graders"
+    (elsewhere / "deeper").mkdir(parents=True)
+    for folder in (elsewhere, elsewhere / "deeper"):
+        (folder / "patchify.pkl").write_bytes(b"the course's answer")
+    (out / "real" / "defs").mkdir(parents=True)
+    (out / "real" / "defs" / "patchify.pkl").write_bytes(b"the student's")
+    read = grading._read_output(out / "real" / "defs" / "patchify.pkl", 100, out)
+    assert read == b"the student's"  # no link: read as before
+    os.symlink(elsewhere, out / "defs")  # a link for the folder
+    os.symlink(elsewhere, out / "real" / "linked")  # a link one level down
+    os.symlink(elsewhere / "patchify.pkl", out / "real" / "defs" / "answer.pkl")  # the file
+    for path in (
+        out / "defs" / "patchify.pkl",
+        out / "defs" / "deeper" / "patchify.pkl",
+        out / "real" / "linked" / "patchify.pkl",
+        out / "real" / "defs" / "answer.pkl",
+        out / "real" / ".." / ".." / "graders" / "patchify.pkl",
+        tmp_path / "graders" / "patchify.pkl",  # outside the output folder
+    ):
+        assert grading._read_output(path, 100, out) is None, path
+    os.rename(out, tmp_path / "moved")  # the output folder itself a link: not followed either
+    os.symlink(elsewhere, out)
+    assert grading._read_output(out / "patchify.pkl", 100, out) is None
+    assert grading._read_json(out / "patchify.pkl", 100, out) is None

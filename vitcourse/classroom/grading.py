@@ -67,13 +67,32 @@ def match_notebook(filename: str) -> str | None:
     return candidates[0] if len(candidates) == 1 else None
 
 
-def _read_output(path: Path, limit: int) -> bytes | None:
+def _read_output(path: Path, limit: int, within: Path | None = None) -> bytes | None:
     """A file a sandbox wrote: only a regular file (never a link, a FIFO or a folder), at most
-    `limit` bytes, or None (also when it cannot be read: a student may chmod it to 000)."""
+    `limit` bytes, or None (also when it cannot be read: a student may chmod it to 000). It is
+    reached from `within` (the sandbox's output folder; default, the file's own folder) one folder
+    at a time, following no link at any level: a sandbox may replace a folder it wrote with a link
+    to one of the grader's, which `O_NOFOLLOW` on the file alone would follow."""
+    root = path.parent if within is None else within
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        parts = path.relative_to(root).parts
+    except ValueError:
+        return None
+    if not parts or ".." in parts:
+        return None
+    opened: list[int] = []
+    try:
+        opened.append(os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW))
+        for part in parts[:-1]:
+            flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+            opened.append(os.open(part, flags, dir_fd=opened[-1]))
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+        fd = os.open(parts[-1], flags, dir_fd=opened[-1])
     except OSError:
         return None
+    finally:
+        for folder in opened:
+            os.close(folder)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):  # a folder named run.json, a FIFO
             return None
@@ -86,10 +105,10 @@ def _read_output(path: Path, limit: int) -> bytes | None:
     return data if len(data) <= limit else None
 
 
-def _read_json(path: Path, limit: int) -> object:
+def _read_json(path: Path, limit: int, within: Path | None = None) -> object:
     """The JSON value in a file a sandbox wrote, or None: unreadable, not JSON, or nested too deep
     for Python's parser (a RecursionError is the student's doing, not the grader's)."""
-    data = _read_output(path, limit)
+    data = _read_output(path, limit, within)
     if data is None:
         return None
     try:
@@ -144,12 +163,12 @@ def _grade_in(student, notebook, data, out, limits, quick, isolation, tmp: Path)
     command = [sys.executable, "-m", "vitcourse.classroom.grade_worker", f"{inside}/in/{notebook}.ipynb",
                f"{inside}/out", json.dumps(asdict(limits)), json.dumps(names)]  # fmt: skip
     done = sandbox.run(command, given, ran, box, isolation, env)
-    executed = _read_output(ran / "executed.ipynb", int(limits.output_mb * 2**20))
+    executed = _read_output(ran / "executed.ipynb", int(limits.output_mb * 2**20), ran)
     if executed is not None:
         target = out / "executed" / gradebook.file_name(student) / f"{notebook}.ipynb"
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(executed)
-    run = _read_json(ran / "run.json", 2**20)
+    run = _read_json(ran / "run.json", 2**20, ran)
     if done.broke or not isinstance(run, dict):
         why = _broken(done, limits)
         status = "timeout" if done.broke == "time" else "error"
@@ -217,9 +236,9 @@ def judge(
         return _outcome(name, definition, "")
     if definition != "ok":
         return "error", definition, ""
-    answer = _read_output(defs / f"{name}.pkl", int(limits.output_mb * 2**20))
+    answer = _read_output(defs / f"{name}.pkl", int(limits.output_mb * 2**20), defs.parent)
     if answer is None:
-        if _read_output(defs / f"{name}.err", 200) is not None:
+        if _read_output(defs / f"{name}.err", 200, defs.parent) is not None:
             why = _("what {name} holds cannot be handed to the checker (it could not be pickled)")
             return "error", why.format(name=name), ""
         return "error", _("its cell ran but did not define {name}").format(name=name), ""
@@ -253,10 +272,10 @@ def probe(
         return "timeout", why.format(name=name, seconds=limits.check), ""
     if done.broke:
         return "error", _broken(done, limits, name), ""
-    outcome = _read_json(ran / "outcome.json", 2**16)
+    outcome = _read_json(ran / "outcome.json", 2**16, ran)
     packed = (
-        _read_output(ran / "answer.json", 2**20),
-        _read_output(ran / "answer.safetensors", 2**30),
+        _read_output(ran / "answer.json", 2**20, ran),
+        _read_output(ran / "answer.safetensors", 2**30, ran),
     )
     if isinstance(outcome, dict):
         return _outcome(name, str(outcome.get("kind")), str(outcome.get("detail", ""))[:300])
