@@ -84,6 +84,12 @@ COURSE_FILES = {
     "trained/vit_wins_fashion-mnist_3-minutes.json": (
         "d83baa5eb2855f66ded1f8d5420398e5d9fe003e0766f8609f64d447ce01170d"
     ),
+    "trained/vit_wins_fashion-mnist-scrambled_5-passes.json": (
+        "a9e64743f398b9d7f4c77ace93e1a2c6bc2e2a27621a53e5a45b98087ba00b28"
+    ),
+    "trained/vit_wins_fashion-mnist_5-passes.json": (
+        "ae6fa3374bde934131f31d62d0de8aa36b8453b556e6fdd613e7359d90f29dfd"
+    ),
     "trained/when_vits_win_fashion-mnist.json": (
         "90b0231ee39947ccd38bfd547d2a6e5becf8cfbcdf9c91f31374f3949b67d836"
     ),
