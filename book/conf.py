@@ -332,9 +332,10 @@ def setup(app):
             student_downloads(Path(app.outdir), names)
             folded_in_words(Path(app.outdir))
             if app.config.nb_execution_mode != "off":  # -D nb_execution_mode=off: pages only
-                staged = HERE / "notebooks"
-                write_decks(Path(app.outdir), staged, nb_execution_cache_path, names, LANGUAGE,
-                            WORDS_HERE["slides"])  # fmt: skip
+                staged, words = HERE / "notebooks", WORDS_HERE["slides"]
+                write_decks(
+                    Path(app.outdir), staged, nb_execution_cache_path, names, LANGUAGE, words
+                )
 
     app.connect("builder-inited", record)
     app.connect("build-finished", finished)
