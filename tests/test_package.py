@@ -372,7 +372,7 @@ def test_the_tests_mirror_the_package():
 # Rooms of the grader tested in the file of the step they serve.
 TESTED_WITH = {
     "classroom": {
-        "grading": "test_grade_worker.py", "grade_probe": "test_grade_worker.py",
+        "grade_probe": "test_grade_worker.py",
         "grade_solutions": "test_grade_worker.py", "gradebook": "test_grade.py",
         "sandbox_memory": "test_sandbox.py", "sandbox_user": "test_sandbox.py",
         "sandbox_bubblewrap": "test_sandbox.py", "platforms": "test_autograder.py",

@@ -195,6 +195,16 @@ def patchify(images, patch_size):
     return images
 """,
     "huge_answer": "patchify = [" + "0," * 500_000 + "]\n",
+    # 120 tiny outputs under one display id, then one update of 1 MB: nbclient writes the update
+    # into all 120 (issue 48: a 120 MB executed notebook).
+    "display_flood": """
+from IPython.display import display, update_display
+for _ in range(120):
+    display({"text/plain": "tiny"}, raw=True, display_id="flood")
+update_display({"text/plain": "x" * 2**20}, raw=True, display_id="flood")
+def patchify(images, patch_size):
+    return images
+""",
     "terminal": """
 def patchify(images, patch_size):
     raise ValueError("\\x1b]0;owned\\x07\\x1b[2J\\u202eevil")

@@ -162,6 +162,8 @@ def test_alike_answers_are_listed():
     the course's solution is named as such, different answers are not listed."""
     import inspect
 
+    need("copydetect", "pip install -r requirements-teachers.txt")
+
     from vitcourse import patching
 
     mine = "def patchify(x, p):\n    B, C, H, W = x.shape  # mine\n    return x.reshape(B, -1, p)\n"
@@ -506,3 +508,53 @@ def test_a_student_folder_is_walked_within_bounds(tmp_path):
     assert any(s.startswith("many: more than 2000 files") for s in skipped)
     sandbox.remove_tree(deep)
     assert not deep.exists()
+
+
+def _notebook(*sources: str) -> bytes:
+    cells = [{"cell_type": "code", "source": s, "metadata": {}, "outputs": []} for s in sources]
+    return json.dumps({"cells": cells}).encode()
+
+
+def test_identifiers_are_compared_as_python_reads_them():
+    """`def ｐatchify` (a full-width first letter) defines `patchify` (Python reads identifiers in
+    NFKC): a copy hidden that way is the same answer in similar.md."""
+    need("copydetect", "pip install -r requirements-teachers.txt")
+    original = "def patchify(images, size):\n    return images.unfold(2, size, size).flatten(2)\n"
+    hidden = original.replace("def patchify(images", "def \uff50atchify(ｉmages").replace(
+        "return images", "return ｉmages"
+    )
+    found = {
+        (student, "patchify"): grade._answers(_notebook(source), "01_patches")["patchify"]
+        for student, source in (("ann", original), ("ben", hidden))
+    }
+    assert gradebook.alike(found) == ["patchify: ann, ben (identical)"]
+
+
+def test_only_the_last_defining_cell_is_parsed(monkeypatch):
+    """1,500 cells that each define patchify cost one parse, not 1,500: the grader keeps the
+    last one, and so does the comparison."""
+    parsed = []
+    normalised = gradebook.normalised
+    monkeypatch.setattr(gradebook, "normalised", lambda s, n: parsed.append(n) or normalised(s, n))
+    cells = [f"def patchify(x, p):\n    return x * {i}\n" for i in range(1500)]
+    found = grade._answers(_notebook(*cells), "01_patches")
+    assert parsed == ["patchify"]
+    assert found["patchify"] == normalised(cells[-1], "patchify")
+
+
+def test_padded_answers_are_compared_by_their_fingerprints():
+    """Two colluders whose answers carry the same unused 19,600-character string are grouped; a
+    different answer carrying the same padding is not grouped with them."""
+    need("copydetect", "pip install -r requirements-teachers.txt")
+    pad = "    unused = '" + "".join(chr(97 + (i * 7919) % 26) for i in range(19_600)) + "'\n"
+    one = "def patchify(x, p):\n" + pad + "    return x.unfold(2, p, p).unfold(3, p, p)\n"
+    two = "def patchify(img, s):\n" + pad + "    return img.unfold(2, s, s).unfold(3, s, s)\n"
+    other = "def patchify(x, p):\n" + pad.replace("unused", "spare")[:9_000] + "'\n"
+    other += "    B, C, H, W = x.shape\n    return x.reshape(B, C, H // p, p, W // p, p)\n"
+    answers = {
+        (student, "patchify"): gradebook.normalised(source, "patchify")
+        for student, source in (("ann", one), ("ben", two), ("cat", other))
+    }
+    assert gradebook.alike(answers) == ["patchify: ann, ben (identical)"]
+    # winnowing keeps a few fingerprints per window of characters: far fewer than the answer's
+    assert len(gradebook.fingerprints(answers[("ann", "patchify")])) < len(one) / 3

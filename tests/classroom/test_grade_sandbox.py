@@ -256,6 +256,9 @@ def test_no_submission_stops_the_class_or_borrows_the_solution(round_two):
     assert "\\x1b]0;owned" in hostile["done"].stdout  # the skipped file, escaped
     assert list((hostile["root"] / "tmp").iterdir()) == []
     assert list(out.glob(".work-*")) == []
+    flood = out / "executed" / gradebook.file_name("display_flood") / "01_patches.ipynb"
+    assert flood.stat().st_size < 3_000_000  # not 120 copies of the 1 MB update
+    assert "the grader kept only the first 1 MB" in flood.read_text()
 
 
 def _students(hostile) -> list[Path]:

@@ -350,3 +350,30 @@ def test_outputs_are_read_without_following_a_link_at_any_level(tmp_path):
     os.symlink(elsewhere, out)
     assert grading._read_output(out / "patchify.pkl", 100, out) is None
     assert grading._read_json(out / "patchify.pkl", 100, out) is None
+
+
+def _display(data: str, kind: str = "display_data") -> dict:
+    content = {"data": {"text/plain": data}, "metadata": {}, "transient": {"display_id": "flood"}}
+    return {"msg_type": kind, "header": {"msg_type": kind}, "parent_header": {}, "content": content}
+
+
+def test_an_update_of_a_display_shown_many_times_stays_within_the_cells_limit():
+    """120 tiny outputs under one display id, then one update of half a megabyte: nbclient would
+    write it into all 120 (60 MB); the grader's client keeps each cell within its limit, and says
+    so."""
+    from vitcourse.classroom.grade_worker import CappedClient
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("flood()"), nbformat.v4.new_code_cell("small()")]
+    client = CappedClient(nb)
+    client.reset_execution_trackers()  # as executing a notebook starts
+    client.clear_before_next_output = False  # as executing a cell starts
+    for _ in range(120):
+        client.output(nb.cells[0].outputs, _display("tiny"), "flood", 0)
+    client.output(nb.cells[1].outputs, _display("tiny"), "flood", 1)
+    client._update_display_id("flood", _display("x" * 500_000, "update_display_data"))
+    flooded = json.dumps(nb.cells[0].outputs)
+    assert len(flooded) <= CappedClient.limit and "the grader kept only the first 1 MB" in flooded
+    assert nb.cells[1].outputs[0]["data"]["text/plain"] == "x" * 500_000  # one copy fits
+    client._update_display_id("flood", _display("small", "update_display_data"))
+    assert [o["data"]["text/plain"] for o in nb.cells[0].outputs] == ["small"] * 120

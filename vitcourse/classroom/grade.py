@@ -39,6 +39,7 @@ import stat
 import sys
 import tempfile
 import time
+import unicodedata
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict
 from pathlib import Path
@@ -166,14 +167,16 @@ def _answers(data: bytes, notebook: str) -> dict[str, str]:
                    for c in cells if c.get("cell_type") == "code"]  # fmt: skip
     except (ValueError, KeyError, TypeError, AttributeError, RecursionError, MemoryError):
         return {}
+    # Identifiers as Python reads them (NFKC: `def ｐatchify` defines `patchify`).
+    sources = [unicodedata.normalize("NFKC", source) for source in sources]
     found = {}
     for name in exercises_by_notebook()[notebook]:
         defines = rf"^[ \t]*(?:def|class)\s+{name}\b|^{name}\s*=(?!\s*check_)"
-        for source in sources:  # the last cell that defines it, as the grader keeps it
-            if re.search(defines, source, re.M):
-                found[name] = _normalised(source, name)
-        if found.get(name) is None or "raise NotImplementedError" in found[name]:
-            found.pop(name, None)  # an open exercise is not an answer to compare
+        last = [source for source in sources if re.search(defines, source, re.M)][-1:]
+        # Only the last cell that defines it, as the grader keeps it, is parsed: one per answer.
+        source = _normalised(last[0], name) if last else None
+        if source is not None and "raise NotImplementedError" not in source:
+            found[name] = source  # an open exercise is not an answer to compare
     return found
 
 
@@ -184,8 +187,8 @@ def _normalised(source: str, name: str) -> str | None:
         return None
     try:
         found = gradebook.normalised(source, name)
-    except (RecursionError, MemoryError, ValueError, TypeError):
-        return None
+    except (RecursionError, MemoryError, ValueError, TypeError, SystemError):
+        return None  # SystemError: CPython's "AST constructor recursion depth mismatch"
     return found if found is None or len(found) <= MAX_ANSWER_CHARS else None
 
 
@@ -346,10 +349,11 @@ def main(argv: list[str] | None = None) -> None:
             f"--notebooks: {', '.join(unknown)} not among the notebooks with exercises "
             f"({', '.join(exercises_by_notebook())})"
         )
-    if importlib.util.find_spec("cloudpickle") is None:
-        parser.exit(
-            2, "error: the grader needs cloudpickle: pip install -r requirements-teachers.txt\n"
-        )
+    for needed in ("cloudpickle", "copydetect"):  # answers between sandboxes; similar.md
+        if importlib.util.find_spec(needed) is None:
+            parser.exit(
+                2, f"error: the grader needs {needed}: pip install -r requirements-teachers.txt\n"
+            )
     missing = sandbox.bubblewrap()
     if missing and not args.no_sandbox:
         instead = (  # run as root, grading without a sandbox would run the students as root

@@ -42,6 +42,7 @@ sys.modules.setdefault("rfc3987_syntax", None)
 import nbformat  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
 from nbclient.exceptions import DeadKernelError  # noqa: E402
+from nbformat.v4 import output_from_msg  # noqa: E402
 
 from vitcourse.classroom.sandbox import STARTUP_SECONDS, Limits  # noqa: E402
 from vitcourse.language import N_, _  # noqa: E402
@@ -87,6 +88,29 @@ class CappedClient(NotebookClient):
         if not any(o.get("text") == note for o in outs):
             outs.append(nbformat.v4.new_output("stream", name="stderr", text=note))
         return None
+
+    def _update_display_id(self, display_id, msg):
+        """An `update_display` writes its data into every output shown with that display id
+        (nbclient's own method, which this one replaces): 120 tiny outputs and one 1 MB update
+        would be 120 MB in the executed notebook. In a cell where the update would pass the
+        limit, the outputs get the note instead."""
+        if msg["header"]["msg_type"] == "update_display_data":
+            msg["header"]["msg_type"] = "display_data"
+        try:
+            out = output_from_msg(msg)
+        except ValueError:
+            return
+        size = len(json.dumps({"data": out["data"], "metadata": out["metadata"]}))
+        note = {"text/plain": _(self.NOTE).format(mb=self.limit / 1e6) + "\n"}
+        sizes = self.__dict__.setdefault("_sizes", {})
+        for cell_index, where in self._display_id_map.get(display_id, {}).items():
+            outputs = self.nb["cells"][cell_index]["outputs"]
+            rest = len(json.dumps([o for i, o in enumerate(outputs) if i not in where]))
+            fits = rest + len(where) * size <= self.limit
+            for i in where:
+                outputs[i]["data"] = out["data"] if fits else note
+                outputs[i]["metadata"] = out["metadata"] if fits else {}
+            sizes[cell_index] = len(json.dumps(outputs))
 
 
 class Kernel:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import ast
 import collections
 import csv
-import difflib
 import hashlib
 import html
 import inspect
@@ -275,6 +274,28 @@ def reference_source(name: str) -> str | None:
         return None
 
 
+NOISE, GUARANTEE = 25, 30  # copydetect's defaults: no match shorter than 25 characters counts,
+# every one of 30 or more is found
+
+
+def fingerprints(source: str) -> set:
+    """What `alike` compares of a normalised answer: the hashes that winnowing keeps of its
+    25-character pieces (the method of MOSS, Schleimer, Wilkerson and Aiken 2003, as copydetect
+    implements it), in time linear in its length. An answer shorter than one piece is its own
+    fingerprint."""
+    from copydetect.utils import get_document_fingerprints
+
+    if len(source) < NOISE:
+        return {source}
+    hashes, _where = get_document_fingerprints(source, NOISE, GUARANTEE - NOISE + 1)
+    return {int(h) for h in hashes}
+
+
+def _shared(a: set, b: set) -> float:
+    """How alike two answers' fingerprints are: 1 for the same, 0 for nothing in common."""
+    return 2 * len(a & b) / (len(a) + len(b)) if a or b else 1.0
+
+
 def _root(group: dict[str, str], s: str) -> str:
     while group[s] != s:
         s = group[s]
@@ -283,8 +304,8 @@ def _root(group: dict[str, str], s: str) -> str:
 
 def alike(answers: dict[tuple[str, str], str], near: float = 0.9) -> list[str]:
     """Groups of students whose answers to one exercise are identical or nearly so (normalised
-    source, similarity at least `near`, linked in chains), and answers that are the course's
-    solution word for word. `answers` maps (student, exercise) to the normalised source of what
+    source; at least `near` of their fingerprints shared, see `fingerprints`; linked in chains),
+    and answers that are the course's solution word for word. `answers` maps (student, exercise) to the normalised source of what
     they handed in."""
     found = []
     by_exercise = collections.defaultdict(dict)
@@ -300,9 +321,10 @@ def alike(answers: dict[tuple[str, str], str], near: float = 0.9) -> list[str]:
             for s in sorted(sources) if sources[s] == solution
         ]  # fmt: skip
         group = {s: s for s in students}  # union-find over "alike" pairs
+        prints = {s: fingerprints(sources[s]) for s in students}
         for i, a in enumerate(students):
             for b in students[i + 1 :]:
-                if difflib.SequenceMatcher(None, sources[a], sources[b]).ratio() >= near:
+                if _shared(prints[a], prints[b]) >= near:
                     group[_root(group, b)] = _root(group, a)
         clusters = collections.defaultdict(list)
         for s in students:
