@@ -3,7 +3,8 @@
 The book is the one tests/test_book.py builds (or `VITCOURSE_BOOK_HTML`'s). Each notebook's page
 links to its deck; each deck is opened with every request to another site refused, and paged
 through with the space bar as a teacher would. On every slide: nothing asked of another site, no
-console error, every figure loaded and described, and nothing overflowing the screen: a slide
+console error, every figure loaded and described, no text clipped or scrolled sideways past the
+slide's right edge, the slide number clear of reveal's arrows, and nothing overflowing the screen: a slide
 taller than 1280×720 is shrunk to fit (book/_static/slides.js), but never below `SMALLEST_FIT`,
 where its text would be too small to read from the back of a room. Every figure the notebook draws
 on a slide shown is found in its deck, and reveal's speaker view shows the teacher's notes.
@@ -45,9 +46,24 @@ CURRENT = """() => {
   const images = [...slide.querySelectorAll('img')].map(i => ({
     src: i.src.slice(0, 80), loaded: i.complete && i.naturalWidth > 0, alt: i.alt,
     key: i.src.length + ':' + i.src.slice(-40)}));
+  const clipped = [];  // text past the slide's right edge, or hidden or scrolled sideways in a box
+  for (const el of slide.querySelectorAll('*')) {
+    const style = getComputedStyle(el);
+    const r = el.getBoundingClientRect();
+    if (el.closest('aside.notes') || style.display === 'none' || !r.width || !r.height) continue;
+    const sideways = style.overflowX !== 'visible' && el.scrollWidth > el.clientWidth + 1;
+    const past = !el.children.length && el.textContent.trim() && r.right > box.right + 1;
+    if (sideways || past) clipped.push(`${el.tagName}: ${el.textContent.trim().slice(0, 40)}`);
+  }
+  const overlaps = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+  const number = document.querySelector('.reveal .slide-number');
+  const arrows = [...document.querySelectorAll('.reveal .controls button')]
+    .filter(b => b.getBoundingClientRect().width && getComputedStyle(b).display !== 'none');
+  const covered = number ? arrows.filter(b => overlaps(number.getBoundingClientRect(),
+    b.getBoundingClientRect())).map(b => b.className) : [];
   const {h, v} = Reveal.getIndices();
   return {where: `${h}/${v}`, fit: parseFloat(slide.dataset.fit || 'NaN'),
-          top: box.top, bottom, right: box.right, images,
+          top: box.top, bottom, right: box.right, images, clipped, covered,
           title: (slide.querySelector('h1, h2, h3') || {}).textContent || ''};
 }"""
 
@@ -128,6 +144,10 @@ def test_every_deck_opens_offline_and_every_slide_fits_the_screen(decks):
                 problems.append(f"{label}: shrunk to {slide['fit']} to fit, below {SMALLEST_FIT}")
             if slide["bottom"] > SCREEN["height"] + 1 or slide["right"] > SCREEN["width"] + 1:
                 problems.append(f"{label}: overflows the screen: {slide}")
+            if slide["clipped"]:
+                problems.append(f"{label}: clipped at its right edge: {slide['clipped'][:3]}")
+            if slide["covered"]:
+                problems.append(f"{label}: the slide number covers {slide['covered']}")
     assert not problems, "\n".join(problems)
 
 
