@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from vitcourse.data.loading import make_loaders
+from vitcourse.data.loading import QUICK_SIZES, make_loaders
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
@@ -135,7 +135,8 @@ def test_batch_scaling_trains_each_batch_and_rate_for_the_same_passes(tmp_path, 
     batch_scaling.main()
     rows = json.loads((out / "batch_scaling.json").read_text())
     assert [(r["batch_size"], r["lr"]) for r in rows] == [(64, 2e-3), (256, 4e-3)]
-    assert [r["steps"] for r in rows] == [1024 // 64, 1024 // 256]  # quick mode: 1,024 images
+    quick = QUICK_SIZES[0]  # quick mode's training images
+    assert [r["steps"] for r in rows] == [quick // 64, quick // 256]
     metrics = json.loads((out / "b256-lr0.004" / "metrics.json").read_text())
     assert metrics["batch_size"] == 256 and metrics["train_config"]["lr"] == 4e-3
 

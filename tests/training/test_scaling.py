@@ -25,7 +25,7 @@ from torch.utils.data import DataLoader, RandomSampler, TensorDataset
 from tests.conftest import TINY_VIT
 from vitcourse.checkpoints import CheckpointError, load_checkpoint
 from vitcourse.data.batching import InMemoryImages
-from vitcourse.data.loading import dataset_info, make_loaders
+from vitcourse.data.loading import QUICK_SIZES, dataset_info, make_loaders
 from vitcourse.training.callbacks import Callback
 from vitcourse.training.evaluation import evaluate
 from vitcourse.training.loop import TrainConfig, Trainer
@@ -338,8 +338,9 @@ def test_torchrun_trains_writes_once_and_resumes(tmp_path):
     assert "2 processes of 64 images a step each" in first.stdout
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["world_size"] == 2 and metrics["batch_size"] == 128
-    assert metrics["epochs"][0]["steps"] == 1024 // 128  # the steps of one process with 128
-    assert sum(map(sum, metrics["confusion"])) == metrics["test_images"] == 256
+    quick = QUICK_SIZES[0]  # quick mode's training images
+    assert metrics["epochs"][0]["steps"] == quick // 128  # the steps of one process with 128
+    assert sum(map(sum, metrics["confusion"])) == metrics["test_images"] == QUICK_SIZES[2]
     assert {p.name for p in out.iterdir()} >= {"checkpoint.pt", "model.pt", "attention.png"}
     assert load_checkpoint(out / "checkpoint.pt")["schedule"]["world_size"] == 2
 
@@ -347,7 +348,7 @@ def test_torchrun_trains_writes_once_and_resumes(tmp_path):
     assert "resuming" in second.stdout
     metrics = json.loads((out / "metrics.json").read_text())
     assert [r["epoch"] for r in metrics["epochs"]] == [1, 2]
-    assert metrics["epochs"][1]["steps"] == 2 * 1024 // 128
+    assert metrics["epochs"][1]["steps"] == 2 * quick // 128
 
 
 @pytest.mark.slow
