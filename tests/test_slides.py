@@ -163,3 +163,13 @@ def test_the_checks_fail_a_notebook_without_marks_or_notes():
         if slide_type(cell) in OPENS:
             cell["metadata"]["slideshow"]["slide_type"] = "-"
     assert slide_problems(one_slide)  # sections no longer open slides; one slide in all
+
+
+@pytest.mark.parametrize(
+    "path", sorted((ROOT / "es" / "notebooks").glob("*.ipynb")), ids=lambda p: f"es/{p.name}"
+)
+def test_the_spanish_notes_are_as_short(path):
+    """A translation runs longer than its source; the teacher's notes stay within the limit."""
+    cells = load(path)["cells"]
+    words = [len(text(c).split()) for c in cells if slide_type(c) == "notes"]
+    assert words and all(5 <= n <= NOTE_WORDS for n in words), words
