@@ -189,7 +189,7 @@ def test_vit_wins_races_every_model_per_seed_and_ends_with_its_line(tmp_path, ca
 def test_vit_wins_gives_every_model_the_same_passes(tmp_path, monkeypatch, capsys):
     """--epochs N: every model trains N passes over the same images, whatever a step costs."""
     vit_wins = load("vit_wins")
-    monkeypatch.setattr(vit_wins, "make_loaders", few_images(vit_wins.make_loaders, 600))
+    monkeypatch.setattr(vit_wins, "make_loaders", few_images(vit_wins.make_loaders, 256))
     out = tmp_path / "race.json"
     args = ["--epochs", "2", "--models", "mlp", "vit", "--dataset", "fashion-mnist"]
     results = vit_wins.main([*args, "--out", str(out)])
@@ -197,8 +197,8 @@ def test_vit_wins_gives_every_model_the_same_passes(tmp_path, monkeypatch, capsy
     assert (saved["dataset"], saved["minutes"], saved["epochs"]) == ("fashion-mnist", None, 2)
     assert [r["model"] for r in results] == ["mlp", "vit"]
     for r in results:
-        assert r["steps"] == 2 * r["steps_per_pass"] == 10  # 600 images in batches of 128: 5
-        assert [p[0] for p in r["passes"]] == [1, 2] and r["passes"][-1][1] == 10
+        assert r["steps"] == 2 * r["steps_per_pass"] == 4  # 256 images in batches of 128: 2
+        assert [p[0] for p in r["passes"]] == [1, 2] and r["passes"][-1][1] == 4
     assert capsys.readouterr().out.splitlines()[0].endswith("(fashion-mnist, 2 passes, seed 0)")
     name = vit_wins.race_file("fashion-mnist-scrambled", epochs=10)
     assert name == "vit_wins_fashion-mnist-scrambled_10-passes.json"

@@ -249,7 +249,7 @@ def test_notebook_06_stopped_in_its_first_epoch_keeps_a_usable_model(tmp_path):
     """Pressing Stop (■) before the first epoch ends: the training cell reports the model as it
     is, and the rest of the notebook runs on that model, with no traceback. The Stop button is a
     KeyboardInterrupt in the kernel; here a cell added before the training makes the live plot
-    raise one at the third step."""
+    raise one at the first step (quick mode's epoch has two)."""
     import nbformat
     from nbclient import NotebookClient
 
@@ -257,19 +257,19 @@ def test_notebook_06_stopped_in_its_first_epoch_keeps_a_usable_model(tmp_path):
     training = next(i for i, c in enumerate(nb.cells) if "history = trainer.fit()" in c.source)
     stop = nbformat.v4.new_code_cell(
         "_step_end = LivePlot.on_step_end\n"
-        "def _stop_at_step_3(self, trainer, loss):\n"
-        "    if trainer.steps_done == 3:\n"
+        "def _stop_at_step_1(self, trainer, loss):\n"
+        "    if trainer.steps_done == 1:\n"
         "        raise KeyboardInterrupt  # what the Stop button sends\n"
         "    _step_end(self, trainer, loss)\n"
-        "LivePlot.on_step_end = _stop_at_step_3"
+        "LivePlot.on_step_end = _stop_at_step_1"
     )
     nb.cells = [*nb.cells[:training], stop, *nb.cells[training:]]
     NotebookClient(
         nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
     ).execute()  # raises CellExecutionError if a cell fails
     printed = "".join(o.get("text", "") for o in nb.cells[training + 1].outputs)
-    assert "interrupted after 3 steps; the model and history are kept" in printed
-    assert "epochs: 0, steps: 3" in printed and "validation accuracy" in printed
+    assert "interrupted at step 1; the model and history are kept" in printed
+    assert "epochs: 0, steps: 1" in printed and "validation accuracy" in printed
     after = "".join(
         o.get("text", "") for c in nb.cells[training + 2 :] for o in c.get("outputs", [])
     )

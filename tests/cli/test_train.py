@@ -10,6 +10,7 @@ import torch
 from vitcourse.checkpoints import CheckpointError, load_checkpoint, load_model
 from vitcourse.cli import train
 from vitcourse.cnn import SmallCNN
+from vitcourse.data.loading import QUICK_SIZES
 from vitcourse.presets import PRESETS
 from vitcourse.training.loop import Trainer
 from vitcourse.vit import VisionTransformer
@@ -72,7 +73,8 @@ def test_cli_trains_the_cnn_on_a_fraction_and_resumes_it(tmp_path, capsys):
 
     out = tmp_path / "cnn"
     metrics = train.main(["--model", "cnn", "--fraction", "0.25", "--out", str(out)])
-    assert metrics["architecture"] == "cnn" and metrics["train_images"] == 256
+    quarter = QUICK_SIZES[0] // 4  # a quarter of quick mode's training images
+    assert metrics["architecture"] == "cnn" and metrics["train_images"] == quarter
     assert {p.name for p in out.iterdir()} == {
         "run.json",
         "checkpoint.pt",
@@ -83,7 +85,7 @@ def test_cli_trains_the_cnn_on_a_fraction_and_resumes_it(tmp_path, capsys):
     assert isinstance(load_model(out / "model.pt"), SmallCNN)
     # --resume reads the model kind and the data from run.json: no need to repeat them.
     again = train.main(["--out", str(out), "--resume", "--epochs", "2"])
-    assert again["architecture"] == "cnn" and again["train_images"] == 256
+    assert again["architecture"] == "cnn" and again["train_images"] == quarter
     assert "resuming" in capsys.readouterr().out
     with pytest.raises(SystemExit, match="--patch-size set the ViT; --model cnn does not use"):
         train.main(["--model", "cnn", "--patch-size", "4", "--out", str(tmp_path / "x")])

@@ -106,7 +106,7 @@ def test_the_trainers_lines_and_errors_are_in_the_translation_template():
         "epoch {epoch:>3}  train loss {loss:.3f}  ",
         "val acc {percent:.2f}%  ",
         "{seconds:.0f}s trained",
-        "interrupted after {steps} steps; the model and history are kept",
+        "interrupted at step {steps}; the model and history are kept",
         "saved {path}; resume with {method} or {option}",
         "{path} holds a model but not a training run to resume (no {missing}): use "
         "{function} for it",

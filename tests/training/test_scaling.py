@@ -415,7 +415,7 @@ def test_ctrl_c_under_torchrun_saves_a_checkpoint_that_resumes(tmp_path):
     time.sleep(1)
     os.killpg(run.pid, signal.SIGINT)
     output = run.communicate(timeout=120)[0]
-    assert output.count("interrupted after") == 2, output[-3000:]  # both processes stopped
+    assert output.count("interrupted at step") == 2, output[-3000:]  # both processes stopped
     state = load_checkpoint(out / "checkpoint.pt")
     assert state["schedule"]["world_size"] == 2 and state["schedule"]["epoch"] < 500
     stopped_at = state["schedule"]["epoch"]

@@ -224,7 +224,7 @@ class Trainer:
                 self._call("on_epoch_end", record)
         except KeyboardInterrupt:
             self.interrupted = True  # stop cleanly: model and history stay; callbacks save them
-            message = _("interrupted after {steps} steps; the model and history are kept")
+            message = _("interrupted at step {steps}; the model and history are kept")
             print("\n" + message.format(steps=self.steps_done), file=sys.stderr)
         except StopTraining as stop:  # a callback's decision: the same clean stop
             self.stopped = str(stop) or _("a callback stopped training")
