@@ -108,15 +108,18 @@ def page_through(context, address: str, deck: str) -> dict:
 
 @pytest.fixture(scope="module")
 def decks(book, browser):  # noqa: F811
-    """Every deck paged through on a 1280×720 screen, offline; with what it asked elsewhere."""
+    """Every deck of both editions paged through on a 1280×720 screen, offline; with what it asked
+    elsewhere."""
     address = serve(book)
     context = browser.new_context(viewport=SCREEN)
     offsite = []
     context.route(ELSEWHERE, lambda route: (offsite.append(route.request.url), route.abort()))
     seen = {}
-    for name in NOTEBOOKS:
+    for name in [*NOTEBOOKS, *(f"es/{n}" for n in NOTEBOOKS)]:  # both editions' decks
         offsite.clear()
-        seen[name] = {**page_through(context, address, deck_path(name)), "offsite": list(offsite)}
+        edition, notebook = name.rpartition("/")[::2]
+        deck = f"{edition}/{deck_path(notebook)}" if edition else deck_path(notebook)
+        seen[name] = {**page_through(context, address, deck), "offsite": list(offsite)}
     context.close()
     return seen
 
@@ -155,7 +158,9 @@ def test_every_figure_is_in_its_deck_loaded_and_described(book, decks):  # noqa:
     problems = []
     for name, deck in decks.items():
         images = [i for slide in deck["slides"].values() for i in slide["images"]]
-        expected = shown_figures(executed(book, f"notebooks/{Path(name).with_suffix('.html')}"))
+        edition, notebook = name.rpartition("/")[::2]
+        html = book / edition if edition else book
+        expected = shown_figures(executed(html, f"notebooks/{Path(notebook).with_suffix('.html')}"))
         if len(images) != expected:
             problems.append(f"{name}: {len(images)} figures on its slides, its notebook draws "
                             f"{expected} on slides shown")  # fmt: skip
