@@ -29,6 +29,7 @@ import inspect
 import json
 import os
 import re
+import unicodedata
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -266,16 +267,19 @@ def normalised(source: str, name: str) -> str | None:
 
 
 def reference_source(name: str) -> str | None:
-    """The course's solution to exercise `name`, normalised."""
+    """The course's solution to exercise `name`, normalised (identifiers and all in NFKC, as the
+    answers are: `grade._answers`)."""
     reference = exercises()[name].reference
     try:
-        return normalised(inspect.getsource(reference), reference.__name__)
+        source = unicodedata.normalize("NFKC", inspect.getsource(reference))
+        return normalised(source, reference.__name__)
     except (OSError, TypeError):
         return None
 
 
-NOISE, GUARANTEE = 25, 30  # copydetect's defaults: no match shorter than 25 characters counts,
-# every one of 30 or more is found
+# copydetect's defaults: a shared piece shorter than 25 characters never counts, one of 30 or
+# more always does.
+NOISE, GUARANTEE = 25, 30
 
 
 def fingerprints(source: str) -> set:
@@ -305,8 +309,8 @@ def _root(group: dict[str, str], s: str) -> str:
 def alike(answers: dict[tuple[str, str], str], near: float = 0.9) -> list[str]:
     """Groups of students whose answers to one exercise are identical or nearly so (normalised
     source; at least `near` of their fingerprints shared, see `fingerprints`; linked in chains),
-    and answers that are the course's solution word for word. `answers` maps (student, exercise) to the normalised source of what
-    they handed in."""
+    and answers that are the course's solution word for word. `answers` maps (student, exercise)
+    to the normalised source of what they handed in."""
     found = []
     by_exercise = collections.defaultdict(dict)
     for (student, name), source in answers.items():
