@@ -85,7 +85,7 @@ COURSE_FILES = {
         "d83baa5eb2855f66ded1f8d5420398e5d9fe003e0766f8609f64d447ce01170d"
     ),
     "trained/vit_wins_fashion-mnist-scrambled_5-passes.json": (
-        "a9e64743f398b9d7f4c77ace93e1a2c6bc2e2a27621a53e5a45b98087ba00b28"
+        "a139650f49d7f5e38b449c82f93783166cd12439f6450c3b123fe3e7e5ca9417"
     ),
     "trained/vit_wins_fashion-mnist_5-passes.json": (
         "ae6fa3374bde934131f31d62d0de8aa36b8453b556e6fdd613e7359d90f29dfd"
