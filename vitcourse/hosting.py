@@ -85,7 +85,7 @@ COURSE_FILES = {
         "d83baa5eb2855f66ded1f8d5420398e5d9fe003e0766f8609f64d447ce01170d"
     ),
     "trained/vit_wins_fashion-mnist-scrambled_5-passes.json": (
-        "a139650f49d7f5e38b449c82f93783166cd12439f6450c3b123fe3e7e5ca9417"
+        "c14a58974655d6e793e297e7f127858dcfbb3a076ce5d240120be5279eac544b"
     ),
     "trained/vit_wins_fashion-mnist_5-passes.json": (
         "ae6fa3374bde934131f31d62d0de8aa36b8453b556e6fdd613e7359d90f29dfd"
