@@ -441,6 +441,7 @@ def test_a_class_that_fails_the_same_way_everywhere_is_refused(tmp_path, monkeyp
 def test_a_crash_while_grading_is_an_error_for_that_student_alone(tmp_path, monkeypatch):
     """Anything the grader raises while grading one notebook becomes that student's error, with a
     one-line reason, in the journal; the others are graded, and --resume does not crash again."""
+    need("copydetect", "pip install -r requirements-teachers.txt")  # similar.md compares them
 
     def grade_notebook(student, notebook, *args):
         if student == "bad":
