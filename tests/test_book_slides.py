@@ -6,7 +6,8 @@ through with the space bar as a teacher would. On every slide: nothing asked of 
 console error, every figure loaded and described, no text clipped or scrolled sideways past the
 slide's right edge, the slide number clear of reveal's arrows, and nothing overflowing the screen: a slide
 taller than 1280×720 is shrunk to fit (book/_static/slides.js), but never below `SMALLEST_FIT`,
-where its text would be too small to read from the back of a room. Every figure the notebook draws
+where its text would be too small to read from the back of a room; a slide with room to spare
+gives it to its figures (grown to their column, or as far as slides.js lets a figure grow). Every figure the notebook draws
 on a slide shown is found in its deck, and reveal's speaker view shows the teacher's notes.
 
 `VITCOURSE_SLIDE_SHOTS=folder` keeps a screenshot of three slides of notebook 01's deck there.
@@ -30,6 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 SCREEN = {"width": 1280, "height": 720}
 SMALLEST_FIT = 0.75  # a slide shrunk further holds too much: split it in the notebook
+ROOM = 72  # a slide with more free height than this (a tenth) gives it to its figures
 ELSEWHERE = re.compile(r"^(?!http://127\.0\.0\.1).*")
 
 pytestmark = pytest.mark.slow
@@ -61,8 +63,24 @@ CURRENT = """() => {
     .filter(b => b.getBoundingClientRect().width && getComputedStyle(b).display !== 'none');
   const covered = number ? arrows.filter(b => overlaps(number.getBoundingClientRect(),
     b.getBoundingClientRect())).map(b => b.className) : [];
+  const texts = document.createTreeWalker(slide, NodeFilter.SHOW_TEXT);  // the number over text
+  for (let node = texts.nextNode(); number && node; node = texts.nextNode()) {
+    if (!node.textContent.trim() || node.parentElement.closest('aside.notes')) continue;
+    const range = document.createRange();
+    range.selectNodeContents(node);
+    const box = node.parentElement.closest('.jp-InputArea-editor');  // a long cell scrolls in it
+    const seen = r => !box || overlaps(r, box.getBoundingClientRect());
+    if ([...range.getClientRects()].some(r => seen(r) && overlaps(number.getBoundingClientRect(), r))) {
+      covered.push(`text: ${node.textContent.trim().slice(0, 40)}`);
+    }
+  }
+  // A figure left small on a slide with room: not grown to its column or to slides.js's limit.
+  const room = 720 - (bottom - box.top) / Reveal.getScale();
+  const small = [...slide.querySelectorAll('img')].filter(i => i.naturalWidth && !i.closest('aside.notes')
+    && i.clientWidth < i.parentElement.clientWidth - 2 && !(parseFloat(slide.dataset.grown) >= 1.5));
   const {h, v} = Reveal.getIndices();
   return {where: `${h}/${v}`, fit: parseFloat(slide.dataset.fit || 'NaN'),
+          room, small: small.map(i => i.alt.slice(0, 40)),
           top: box.top, bottom, right: box.right, images, clipped, covered,
           title: (slide.querySelector('h1, h2, h3') || {}).textContent || ''};
 }"""
@@ -151,6 +169,9 @@ def test_every_deck_opens_offline_and_every_slide_fits_the_screen(decks):
                 problems.append(f"{label}: clipped at its right edge: {slide['clipped'][:3]}")
             if slide["covered"]:
                 problems.append(f"{label}: the slide number covers {slide['covered']}")
+            if slide["small"] and slide["room"] > ROOM:
+                free = f"{slide['room']:.0f} px free"
+                problems.append(f"{label}: {free}, its figures not grown into it: {slide['small']}")
     assert not problems, "\n".join(problems)
 
 
