@@ -33,14 +33,15 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))  # book/decks.py
 
 from decks import DECKS, write_decks  # noqa: E402  (book/decks.py, beside this file)
-from words import WORDS  # noqa: E402  (book/words.py: the book's own words, in each language)
+from words import WORDS, other_editions  # noqa: E402  (book/words.py: the book's own words)
 
 import vitcourse  # noqa: E402
 from vitcourse.classroom.student import BEGIN, strip_solutions  # noqa: E402
 from vitcourse.hosting import colab_url  # noqa: E402
 
-# The edition: English (the source), or Spanish (`book/build --language es`: the notebooks of es/,
-# written by python -m vitcourse.translate es, into html/es/; its landing page is book/es/index.md).
+# The edition: English (the source), or another language in book/words.py (`book/build --language
+# es`: the notebooks of es/, written by python -m vitcourse.translate es, into html/es/; its
+# landing page is book/es/index.md).
 LANGUAGE = os.environ.get("VITCOURSE_BOOK_LANGUAGE", "en")
 WORDS_HERE = WORDS[LANGUAGE]
 EDITION = ROOT if LANGUAGE == "en" else ROOT / LANGUAGE  # notebooks/ and student/ are in it
@@ -225,7 +226,9 @@ extensions = [
     "sphinx_copybutton",
 ]
 copybutton_selector = "div:not(.output) > div.highlight pre"  # code, not the outputs
-exclude_patterns = ["_build", "README.md", "**/.ipynb_checkpoints", "es"]
+# book/es/ and any other language's folder: that edition's landing page, built on its own.
+exclude_patterns = ["_build", "README.md", "**/.ipynb_checkpoints"]
+exclude_patterns += [code for code in WORDS if code != "en"]
 templates_path = ["_templates"]
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "substitution"]
 # The home page says how its notebooks ran ({{ run_mode }}): true of this build, quick or full.
@@ -281,10 +284,10 @@ html_favicon = "favicon.png"
 # theme's switch otherwise logs an error at first.
 html_context = {
     "default_mode": "auto",
-    "other_edition": WORDS_HERE["other"],
+    "other_editions": other_editions(LANGUAGE),
     "interface": WORDS_HERE["interface"],
 }
-# Every page links to the other edition, under the navigation (_templates/other-edition.html).
+# Every page links to the other editions, under the navigation (_templates/other-edition.html).
 html_sidebars = {"**": ["navbar-logo.html", "icon-links.html", "search-button-field.html",
                         "sbt-sidebar-nav.html", "other-edition.html"]}  # fmt: skip
 html_last_updated_fmt = None

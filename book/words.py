@@ -1,6 +1,11 @@
 """The book's own words, in each language it is built in (`book/build --language es`): the lines
 it adds to a notebook's page (the links under the title, the note under an explorer, the exercise
-as the student copy has it, notebook 06's fixed passes) and the link to the other edition."""
+as the student copy has it, notebook 06's fixed passes) and the links to the other editions.
+
+A language in WORDS is an edition of the book: English at the top of the site, every other
+language in a folder of its own (html/es/). Every page links to every other edition
+(`other_editions`). docs/maintainers.md, "A new language", says what a third one needs.
+"""
 
 WORDS = {
     "en": {
@@ -27,9 +32,9 @@ WORDS = {
         "say nothing of the model. The course's book trains it for {epochs} passes over the "
         "training images (`TrainConfig(epochs={epochs})`) instead of for `MINUTES` minutes; your "
         "copy trains for the time budget.*",
-        # The other edition: its folder from this one, its language, the link's words. A
-        # notebook's page links to the same notebook there, any other page to its home page.
-        "other": ("es/", "es", "El curso en español"),
+        # The link to this edition from the others, in its own language. A notebook's page links
+        # to the same notebook there, any other page to its home page.
+        "edition": "The course in English",
         # The words of the buttons the book's own templates draw (book/_templates/).
         "interface": {
             "primary": "Show or hide the chapters",
@@ -71,7 +76,7 @@ WORDS = {
         "cada una, y sus números no dicen nada del modelo. El libro del curso lo entrena {epochs} "
         "pasadas sobre las imágenes de entrenamiento (`TrainConfig(epochs={epochs})`) en lugar "
         "de `MINUTES` minutos; tu copia se entrena con el presupuesto de tiempo.*",
-        "other": ("../", "en", "The course in English"),
+        "edition": "El curso en español",
         "interface": {
             "primary": "Mostrar u ocultar los capítulos",
             "secondary": "Mostrar u ocultar las secciones de esta página",
@@ -88,3 +93,15 @@ WORDS = {
         },
     },
 }
+
+
+def other_editions(code: str) -> list[tuple[str, str, str]]:
+    """The editions a page of edition `code` links to: each one's folder from this edition's home
+    (English is the site's top, every other language a folder in it), its language, the link's
+    words."""
+
+    def home(other: str) -> str:
+        return "" if other == "en" else f"{other}/"
+
+    up = "" if code == "en" else "../"
+    return [(up + home(other), other, WORDS[other]["edition"]) for other in WORDS if other != code]

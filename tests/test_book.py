@@ -349,13 +349,14 @@ def test_both_editions_link_to_each_other_on_every_page_and_say_their_language(b
         for page in pages:
             soup = BeautifulSoup((book / folder / page).read_text(), "html.parser")
             assert soup.html["lang"] == lang, page
-            link = soup.select_one("nav.other-edition a[href]")
-            assert link is not None, f"{folder}{page}: no link to the other edition"
+            links = soup.select("nav.other-edition a[href]")
+            assert len(links) == 1, f"{folder}{page}: {len(links)} links to other editions, not 1"
             where = os.path.dirname(folder + page)
             # a notebook's page to the same notebook's, any other page to the other home page
             same = page if page.startswith("notebooks/") or page == "index.html" else "index.html"
-            target = os.path.normpath(os.path.join(where, link["href"]))
-            assert target == os.path.normpath(other + same), (page, link)
+            target = os.path.normpath(os.path.join(where, links[0]["href"]))
+            assert target == os.path.normpath(other + same), (page, links[0])
+            assert links[0]["hreflang"] == ("es" if lang == "en" else "en"), (page, links[0])
 
 
 ENGLISH_INTERFACE = [  # the themes' and MyST-NB's words, as they come without the book's own
