@@ -88,7 +88,7 @@ COURSE_FILES = {
         "c14a58974655d6e793e297e7f127858dcfbb3a076ce5d240120be5279eac544b"
     ),
     "trained/vit_wins_fashion-mnist_5-passes.json": (
-        "ae6fa3374bde934131f31d62d0de8aa36b8453b556e6fdd613e7359d90f29dfd"
+        "a5ec4bfdd38d3cec2889cc3937007cc10290156a6932d880478e4b06287c1772"
     ),
     "trained/when_vits_win_fashion-mnist.json": (
         "90b0231ee39947ccd38bfd547d2a6e5becf8cfbcdf9c91f31374f3949b67d836"
