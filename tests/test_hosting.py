@@ -254,12 +254,12 @@ def test_the_set_up_lines_and_the_tools_messages_are_in_the_translation_template
         "TensorBoardCallback writes through torch.utils.tensorboard, which needs the "
         "tensorboard package: {install}",
         "stopped early; resume with: {command}",  # cli
-        "test accuracy {percent:.2f}% on {images:,} images; wrote {folder}/",
+        "test accuracy {percent:.2f}% on {images} images; wrote {folder}/",
         "error: --freeze trains the head on top of --init's weights; give --init",
         "{folder}: {count} classes ({classes}), {size} x {size} pixels, {channels}, mean/std "
         "{numbers} (kept in run.json)",
         "masked autoencoder: a ViT encoder ({depth} blocks, width {dim}, {side}x{side} patches), "
-        "{parameters:,} parameters with the decoder; {percent}% of the patches hidden; "
-        "{images:,} images, no labels; device {device}",
+        "{parameters} parameters with the decoder; {percent}% of the patches hidden; "
+        "{images} images, no labels; device {device}",
     ):
         assert catalog.get(message) is not None, message

@@ -77,6 +77,38 @@ def test_spanish_comes_from_the_compiled_catalog(fresh):
     assert fresh._("a message the catalog does not know") == "a message the catalog does not know"
 
 
+def test_a_count_is_written_as_the_language_writes_it(fresh):
+    """English 70,000; Spanish no comma (a decimal one to its readers): 1024 and 70 000, with a
+    space that does not break the line; tables too."""
+    counts = [7, 1024, 55000, 1601802, -25000]
+    assert [fresh.number(n) for n in counts] == ["7", "1,024", "55,000", "1,601,802", "-25,000"]
+    assert fresh.number(2150.4) == "2,150"  # a float is rounded first
+    fresh.set_language("es")
+    assert [fresh.number(n) for n in counts] == [
+        "7",
+        "1024",
+        "55\u00a0000",
+        "1\u00a0601\u00a0802",
+        "-25\u00a0000",
+    ]
+    assert fresh.table(["", "n"], [["a", 55000]]).splitlines()[1] == "a  55\u00a0000"
+
+
+def test_the_notebooks_write_counts_with_number():
+    """`f"{n:,}"` prints 70,000 in the Spanish edition too: the notebooks write `number(n)`."""
+    import json
+    import re
+
+    found = []
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            source = "".join(cell["source"])
+            spec = re.search(r".*:[<>^=]?[+-]?\d*,(\.\d+)?[dfn]?\}.*", source)  # {n:,} {n:>6,}
+            if cell["cell_type"] == "code" and spec:
+                found.append(f"{path.name}: {spec[0]}")
+    assert not found, found
+
+
 WRONG_PATCHIFY = """
 from vitcourse.checks import check_patchify, hint
 

@@ -182,7 +182,7 @@ def test_the_explorers_words_are_in_the_translation_template():
         "patch size",
         "query token",
         "the sequence: N = {tokens} tokens of {numbers} numbers\n"
-        "attention compares every pair: {tokens}² = {scores:,} scores per head",
+        "attention compares every pair: {tokens}² = {scores} scores per head",
         "layer {layer}, head {head}: every token's weights\n(log colour scale; rows sum to 1)",
         "cosine similarity ({low:.2f}: the least alike pair of patches)",
     ):

@@ -114,14 +114,30 @@ def N_(message: str) -> str:  # noqa: N802 (gettext's name for it)
     return message
 
 
-# --- tables, in any language ----------------------------------------------------------------------
+# --- numbers and tables, in any language ---------------------------------------------------------
+
+# How a language writes a whole number's thousands: the separator, and the fewest digits that take
+# one. English: 1,024 and 70,000. Spanish (the RAE's and ISO's rule): no comma, which a Spanish
+# reader takes for a decimal one, but a space that does not break a line, and none in a number of
+# four digits: 1024 and 70 000. Decimals keep the point in every language, as the code prints them.
+THOUSANDS = {"en": (",", 4), "es": ("\u00a0", 5)}
+
+
+def number(value: int) -> str:
+    """A whole number as the language chosen writes it (`THOUSANDS`): number(70000) is "70,000"
+    in English, "70 000" in Spanish (a no-break space); a float is rounded first."""
+    separator, fewest = THOUSANDS.get(language(), THOUSANDS["en"])
+    digits = f"{round(value):,}"
+    if len(digits.replace(",", "").lstrip("-")) < fewest:
+        return digits.replace(",", "")
+    return digits.replace(",", separator)
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence]) -> str:
     """The text of `rows` under `header`, one line each, columns two spaces apart, each as wide as
     its widest entry: the first (the rows' names) aligned left, the others right. A whole number
-    is written with thousands commas (12,345), anything else as `str` gives it (format a float
-    before)."""
+    is written as the language writes it (`number`: 12,345 in English), anything else as `str`
+    gives it (format a float before)."""
     lines = [list(header)] + [[_cell(value) for value in row] for row in rows]
     for row in lines:
         if len(row) != len(header):
@@ -147,5 +163,5 @@ def print_table(header: Sequence[str], rows: Sequence[Sequence]) -> None:
 
 def _cell(value) -> str:
     if isinstance(value, int) and not isinstance(value, bool):
-        return f"{value:,}"
+        return number(value)
     return str(value)

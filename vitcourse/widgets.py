@@ -15,7 +15,7 @@ from matplotlib.colors import LinearSegmentedColormap
 from matplotlib.ticker import MaxNLocator
 
 from vitcourse.embedding import position_similarity
-from vitcourse.language import _
+from vitcourse.language import _, number
 from vitcourse.patching import draw_patch_grid, patchify
 
 # Weights over a picture: orange, from see-through (an even share) to mostly opaque (the largest
@@ -66,8 +66,8 @@ def patch_grid_figure(image: torch.Tensor, patch_size: int) -> plt.Figure:
     right.imshow(strip[..., 0] if C == 1 else strip, cmap="gray", vmin=0, vmax=1)
     right.set_title(
         _("the sequence: N = {tokens} tokens of {numbers} numbers\n"
-          "attention compares every pair: {tokens}² = {scores:,} scores per head").format(
-            tokens=N, numbers=patch_size * patch_size * C, scores=N * N
+          "attention compares every pair: {tokens}² = {scores} scores per head").format(
+            tokens=N, numbers=patch_size * patch_size * C, scores=number(N * N)
         )
     )
     right.axis("off")

@@ -140,3 +140,19 @@ def test_no_old_msgid_is_left_behind_as_a_comment(code):
         if any(c.lstrip().startswith(("|", "msgid")) for c in message.user_comments)
     ]
     assert not left, left
+
+
+@pytest.mark.parametrize("code", [c for c in LANGUAGES if c == "es"])
+def test_the_spanish_prose_writes_thousands_as_spanish_readers_read_them(code):
+    """No "70,000" (a decimal comma to a Spanish reader) outside code: "70 000" with a no-break
+    space, and "1024" (locale/es/GLOSSARY.md)."""
+    import re
+
+    comma = re.compile(r"(?<![\w.,])\d{1,3}(?:,\d{3})+(?![\w]|[.,]\d)")
+    code_or_math = re.compile(r"```.*?```|`[^`]*`|\$\$.*?\$\$|\$[^$]*\$|\]\([^)]*\)", re.S)
+    found = []
+    for path in sorted((catalogs.LOCALE / code).glob("*.po")):
+        for message in catalogs.read(path, code):
+            prose = code_or_math.sub("", message.string or "")
+            found += [f"{path.name} [{message.context}]: {n}" for n in comma.findall(prose)]
+    assert not found, found

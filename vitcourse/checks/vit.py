@@ -18,7 +18,7 @@ from vitcourse.checks.harness import (
     seeded,
 )
 from vitcourse.checks.registry import exercise
-from vitcourse.language import N_, _
+from vitcourse.language import N_, _, number
 from vitcourse.presets import PRESETS
 from vitcourse.vit import count_parameters
 
@@ -264,9 +264,9 @@ class check_parameter_count:
                     "for {config} it gives {answer}: {gap} more than the model has ({expected})"
                 )
             numbers = {
-                "answer": f"{answer:,}",
-                "gap": f"{abs(gap):,}",
-                "expected": f"{count_parameters(config):,}",
+                "answer": number(answer),
+                "gap": number(abs(gap)),
+                "expected": number(count_parameters(config)),
             }
             fail(said.format(config=config, **numbers), _count_hint(config, gap, models, gaps))
 

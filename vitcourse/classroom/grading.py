@@ -39,7 +39,7 @@ from vitcourse.classroom.grade_solutions import carries_solution, package_withou
 from vitcourse.classroom.gradebook import Grade
 from vitcourse.classroom.sandbox import STARTUP_SECONDS, Limits
 from vitcourse.classroom.sandbox_bubblewrap import INSIDE
-from vitcourse.language import N_, _
+from vitcourse.language import N_, _, number
 
 KERNEL_SECONDS = 60  # allowance for starting and stopping a kernel
 GRADER_FAULT = N_(
@@ -189,9 +189,9 @@ BROKEN = {
                N_("{name} used more than {gb:g} GB of memory")),
     "processes": (N_("the notebook started more than {processes} processes"),
                   N_("{name} started more than {processes} processes")),
-    "output": (N_("the notebook wrote more than {mb:g} MB, more than {entries:,} files and "
+    "output": (N_("the notebook wrote more than {mb:g} MB, more than {entries} files and "
                   "folders, or more than {errors} MB of errors"),
-               N_("{name} wrote more than {mb:g} MB, more than {entries:,} files and folders, "
+               N_("{name} wrote more than {mb:g} MB, more than {entries} files and folders, "
                   "or more than {errors} MB of errors")),
 }  # fmt: skip
 
@@ -204,7 +204,7 @@ def _broken(done: sandbox.Ran, limits: Limits, name: str | None = None) -> str:
     notebook, answer = BROKEN[done.broke]
     return _(notebook if name is None else answer).format(
         name=name, seconds=limits.notebook, gb=limits.memory_gb, processes=limits.processes,
-        mb=limits.output_mb, entries=sandbox.MAX_ENTRIES, errors=sandbox.STDERR_BYTES // 2**20,
+        mb=limits.output_mb, entries=number(sandbox.MAX_ENTRIES), errors=sandbox.STDERR_BYTES // 2**20,
     )  # fmt: skip
 
 

@@ -32,7 +32,7 @@ import torch
 from vitcourse.cli.runs import RunFolder, command_line, resumed_train_config, run_length
 from vitcourse.data.loading import dataset_info, denormalize, make_loaders
 from vitcourse.environment import pick_device, quick_mode
-from vitcourse.language import _
+from vitcourse.language import _, number
 from vitcourse.mae import MAEConfig, MaskedAutoencoder
 from vitcourse.presets import PRESETS, preset_for
 from vitcourse.training.loop import TrainConfig
@@ -205,11 +205,11 @@ def _describe(run: PretrainRun, model: MaskedAutoencoder, loaders, trainer) -> s
     config, e = run.model_config, run.model_config.encoder  # e: the encoder's sizes
     return _(
         "masked autoencoder: a ViT encoder ({depth} blocks, width {dim}, {side}x{side} patches), "
-        "{parameters:,} parameters with the decoder; {percent}% of the patches hidden; "
-        "{images:,} images, no labels; device {device}"
+        "{parameters} parameters with the decoder; {percent}% of the patches hidden; "
+        "{images} images, no labels; device {device}"
     ).format(
-        depth=e.depth, dim=e.dim, side=e.grid_size, parameters=model.num_parameters(),
-        percent=round(100 * config.mask_ratio), images=len(loaders.train.dataset),
+        depth=e.depth, dim=e.dim, side=e.grid_size, parameters=number(model.num_parameters()),
+        percent=round(100 * config.mask_ratio), images=number(len(loaders.train.dataset)),
         device=trainer.device,
     )  # fmt: skip
 

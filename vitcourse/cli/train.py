@@ -53,7 +53,7 @@ from vitcourse.cli.train_run import CPU_BATCH, GPU_BATCH, TrainRun, folder_line,
 from vitcourse.data.datasets import table_classes
 from vitcourse.data.folders import SIZES_THAT_WORK
 from vitcourse.environment import quick_mode
-from vitcourse.language import _
+from vitcourse.language import _, number
 from vitcourse.presets import PRESETS
 from vitcourse.training.distillation import DistillationTrainer
 from vitcourse.training.evaluation import evaluate
@@ -292,8 +292,8 @@ def _train(run: TrainRun) -> dict:
         say(_("wrote {folder} for transformers").format(
             folder=run.folder.export_transformers(trainer.model)
         ))
-    say(_("test accuracy {percent:.2f}% on {images:,} images; wrote {folder}/").format(
-        percent=100 * test["acc"], images=metrics["test_images"], folder=run.folder.path
+    say(_("test accuracy {percent:.2f}% on {images} images; wrote {folder}/").format(
+        percent=100 * test["acc"], images=number(metrics["test_images"]), folder=run.folder.path
     ))
     return metrics
 
@@ -321,9 +321,10 @@ def _describe(run: TrainRun, model: torch.nn.Module, loaders, trainer: Trainer) 
     if run.teacher:
         shape = _("DeiT {shape} with a distillation token, {kind} distillation from "
                   "{teacher}").format(shape=shape, kind=run.distillation, teacher=run.teacher)
-    line = _("{shape}: {parameters:,} parameters that train; {images:,} training images; device "
+    line = _("{shape}: {parameters} parameters that train; {images} training images; device "
              "{device}, {precision}, batch {batch}, peak lr {lr:.2g}").format(
-        shape=shape, parameters=model.num_parameters(), images=len(loaders.train.dataset),
+        shape=shape, parameters=number(model.num_parameters()),
+        images=number(len(loaders.train.dataset)),
         device=trainer.device, precision=PRECISION_NAMES[trainer.amp_dtype], batch=run.batch_size,
         lr=run.train_config.lr,
     )  # fmt: skip
