@@ -17,7 +17,7 @@ from tests.classroom.hostile import processes_with
 from tests.conftest import need_root, need_sandbox
 from vitcourse import language
 from vitcourse.classroom import sandbox, sandbox_bubblewrap, sandbox_user
-from vitcourse.classroom.sandbox_memory import SHM_MB, memfd_filter
+from vitcourse.classroom.sandbox_memory import SHM_MB, seccomp_filter
 
 
 def _run(tmp_path: Path, code: str, **box) -> sandbox.Ran:
@@ -51,12 +51,82 @@ def test_shared_memory_is_held_to_the_limit(tmp_path):
     done = _run(tmp_path, probe)
     assert done.broke is None, done.stderr[-2000:]
     said = (tmp_path / "out" / "said").read_text().split(" | ")
-    assert said[0] == ("no memfd 38" if memfd_filter() else said[0])
+    assert said[0] == ("no memfd 38" if seccomp_filter() else said[0])
     assert said[1] == "/dev/big 30"  # EROFS
     assert said[2] == "/dev/shm/big 28", (said, SHM_MB)  # ENOSPC at SHM_MB
     hog = "import time\nfor i in range(8):\n    open(f'/tmp/{i}', 'wb').write(b'x' * 200 * 2**20)\n"
     done = _run(tmp_path / "hog", hog + "time.sleep(30)\n", tmp_mb=2048)
     assert done.broke == "memory", done
+
+
+# Two ways past the memory count that only the kernel can close (the seccomp filter): a memfd made
+# through x86-64's i386 entry (`int 0x80` from a page below 4 GB: its memfd_create has another
+# number), and a tmpfs of a process's own, mounted in a user and mount namespace of its own.
+KERNEL_ROUTES = """\
+import ctypes, errno, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+said = []
+if os.uname().machine == "x86_64":
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_int, ctypes.c_long]
+    page = libc.mmap(None, 4096, 7, 0x02 | 0x20 | 0x40, -1, 0)  # rwx, private, anonymous, 32-bit
+    name = page + 64
+    ctypes.memmove(name, b"x\\0", 2)
+    # push rbx; mov eax, 356 (i386 memfd_create); mov ebx, name; xor ecx, ecx; int 0x80; pop rbx
+    code = b"\\x53\\xb8\\x64\\x01\\x00\\x00\\xbb" + name.to_bytes(4, "little")
+    code += b"\\x31\\xc9\\xcd\\x80\\x5b\\xc3"
+    ctypes.memmove(page, code, len(code))
+    said.append(f"i386 memfd {ctypes.CFUNCTYPE(ctypes.c_int)(page)()}")
+if libc.unshare(0x10000000 | 0x00020000) != 0:  # CLONE_NEWUSER | CLONE_NEWNS
+    said.append(f"unshare {errno.errorcode[ctypes.get_errno()]}")
+elif libc.mount(b"none", sys.argv[1].encode(), b"tmpfs", 0, None) != 0:
+    said.append(f"mount {errno.errorcode[ctypes.get_errno()]}")
+else:
+    said.append("mounted")
+print(" | ".join(said))
+"""
+
+
+def test_the_filter_closes_the_i386_entry_and_every_mount(tmp_path):
+    """The seccomp filter alone, on a child process: what got past it before (the control, with
+    no filter, where this kernel allows it) is refused with it."""
+    import subprocess
+
+    from vitcourse.classroom.sandbox_memory import install_filter
+
+    if seccomp_filter() is None:
+        pytest.skip(f"no seccomp filter for a {os.uname().machine} processor")
+    (tmp_path / "mine").mkdir()
+    command = [sys.executable, "-c", KERNEL_ROUTES, str(tmp_path / "mine")]
+    control = subprocess.run(command, capture_output=True, text=True)
+    done = subprocess.run(command, capture_output=True, text=True,
+                          preexec_fn=install_filter(seccomp_filter()))  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    said = done.stdout.split()
+    if os.uname().machine == "x86_64":
+        assert "i386 memfd -38" in done.stdout, done.stdout  # ENOSYS
+        if control.returncode == 0:  # the kernel has an i386 entry: without the filter, a memfd
+            assert int(control.stdout.split(" | ")[0].split()[-1]) >= 0, control.stdout
+    assert "mounted" not in said, done.stdout
+    assert done.stdout.strip().endswith(("mount EPERM", "unshare EPERM")), done.stdout
+
+
+@pytest.mark.slow
+def test_a_sandbox_refuses_the_i386_entry_and_every_mount(tmp_path):
+    """The same, inside the grader's sandbox (bubblewrap's, with the filter)."""
+    need_sandbox()
+    if seccomp_filter() is None:
+        pytest.skip(f"no seccomp filter for a {os.uname().machine} processor")
+    code = KERNEL_ROUTES.replace("sys.argv[1]", "'/tmp'").replace(
+        'print(" | ".join(said))', "open('/grading/out/said', 'w').write(' | '.join(said))"
+    )
+    done = _run(tmp_path, code)
+    assert done.broke is None and done.returncode == 0, done.stderr[-2000:]
+    said = (tmp_path / "out" / "said").read_text()
+    if os.uname().machine == "x86_64":
+        assert "i386 memfd -38" in said, said
+    assert "mounted" not in said and said.endswith(("mount EPERM", "unshare EPERM")), said
 
 
 @pytest.mark.slow
@@ -299,7 +369,7 @@ def test_a_user_of_its_own_reads_no_private_file_and_leaves_nothing(tmp_path):
     assert int(uid) in sandbox_user.SANDBOX_UIDS and home.endswith("/home")
     assert refused == ["PermissionError", "PermissionError"]  # the file, the grader's folder
     assert out.stat().st_uid == int(uid) and stat.S_IMODE(out.stat().st_mode) == 0o700
-    if memfd_filter():  # shared memory no count sees, and disk no size shows: refused
+    if seccomp_filter():  # shared memory no count sees, and disk no size shows: refused
         assert (memfd, shmget) == ("ENOSYS", "-1 ENOSYS") and fallocate in (
             "-1 EOPNOTSUPP",
             "-1 ENOTSUP",

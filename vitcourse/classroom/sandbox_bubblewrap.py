@@ -19,7 +19,7 @@ from pathlib import Path
 
 import vitcourse
 from vitcourse.classroom import sandbox_user as users
-from vitcourse.classroom.sandbox_memory import SHM_MB, memfd_filter
+from vitcourse.classroom.sandbox_memory import SHM_MB, seccomp_filter
 
 INSIDE = Path("/grading")  # where a sandbox finds its files (`in/`) and its output folder (`out/`)
 
@@ -89,7 +89,7 @@ def launch(command, given, out, box, env, tmp: Path, user) -> tuple[list[str], t
         if path is not None:
             users.readable_by_all(path)
     keep: tuple[int, ...] = ()
-    program = memfd_filter()
+    program = seccomp_filter()
     if program is not None:
         (tmp / "seccomp").write_bytes(program)
         keep = (os.open(tmp / "seccomp", os.O_RDONLY),)

@@ -7,10 +7,12 @@ hold gigabytes there under any limit. So a sandbox gets (see `sandbox_bubblewrap
 - a read-only `/dev` (bubblewrap's own is a writable tmpfs of half the machine's memory) with a
   small `/dev/shm` of `SHM_MB`, and what its `/tmp` and `/dev/shm` hold counted as its memory
   (`tmpfs_bytes`);
-- a seccomp filter (`memfd_filter`) that refuses `memfd_create` and System V's `shmget` (ENOSYS:
+- a seccomp filter (`seccomp_filter`) that refuses `memfd_create` and System V's `shmget` (ENOSYS:
   a library falls back to a file it can see, in `/dev/shm` or `/tmp`) and `fallocate`
   (EOPNOTSUPP: glibc's `posix_fallocate` then writes the bytes, which the file-size limit and the
-  counts see; a `fallocate` that keeps the size would hold disk no size shows).
+  counts see; a `fallocate` that keeps the size would hold disk no size shows), any mount (a
+  tmpfs of a process's own, in a namespace of its own), and another architecture's system calls
+  (the i386 entry has a memfd_create of its own).
 
 Outside bubblewrap (a user of its own, `vitcourse.classroom.sandbox_user`), the same filter is
 installed by the sandbox's first process itself (`install_filter`).
@@ -29,32 +31,54 @@ import struct
 from pathlib import Path
 
 SHM_MB = 64  # a sandbox's /dev/shm
-# {machine: (its seccomp audit architecture, the numbers of memfd_create, shmget and fallocate)}
-REFUSED_CALLS = {"x86_64": (0xC000003E, 319, 29, 285), "aarch64": (0xC00000B7, 279, 194, 47)}
+# {machine: (its seccomp audit architecture, the numbers of memfd_create, shmget and fallocate,
+# and of the calls that mount a file system: mount, umount2, pivot_root, open_tree, move_mount,
+# fsopen, fsconfig, fsmount, mount_setattr)}
+REFUSED_CALLS = {
+    "x86_64": (0xC000003E, 319, 29, 285, (165, 166, 155, 428, 429, 430, 431, 432, 442)),
+    "aarch64": (0xC00000B7, 279, 194, 47, (40, 39, 41, 428, 429, 430, 431, 432, 442)),
+}
+X32 = 0x40000000  # x86-64's x32 system calls are numbered from here
+ALLOW, ERRNO = 0x7FFF0000, 0x00050000  # seccomp's return values
 
 
-def memfd_filter() -> bytes | None:
-    """The seccomp program (classic BPF, as bubblewrap's `--seccomp` reads it) that answers
-    memfd_create and shmget with ENOSYS and fallocate with EOPNOTSUPP, and allows the rest (x32's
-    system calls on x86-64, which nothing here uses, are refused too), or None on another kind
-    of processor: there only the small /dev/shm and the memory count hold shared memory."""
+def seccomp_filter() -> bytes | None:
+    """The seccomp program (classic BPF, as bubblewrap's `--seccomp` reads it), or None on another
+    kind of processor (there only the small /dev/shm and the memory count hold shared memory).
+    It answers:
+
+    - memfd_create and shmget with ENOSYS, fallocate with EOPNOTSUPP (the module's docstring);
+    - a mount of any kind with EPERM: a child in a user and mount namespace of its own could
+      otherwise mount a tmpfs of its own and fill it, memory that no count sees;
+    - every call through another architecture's entry (on x86-64, the i386 one, `int 0x80`, and
+      x32's numbers) with ENOSYS: its memfd_create and shmget have other numbers, which the rest
+      of the program would let through.
+
+    Everything else is allowed."""
     known = REFUSED_CALLS.get(os.uname().machine)
     if known is None:
         return None
-    arch, memfd_create, shmget, fallocate = known
-    program = [  # (code, jump if true, jump if false, operand); jumps count from the next one
-        (0x20, 0, 0, 4),  # 0: load the architecture
-        (0x15, 0, 7, arch),  # 1: another architecture: allow (9)
-        (0x20, 0, 0, 0),  # 2: load the system call's number
-        (0x15, 3, 0, memfd_create),  # 3: refuse (7)
-        (0x15, 2, 0, shmget),  # 4: refuse (7)
-        (0x15, 2, 0, fallocate),  # 5: not supported (8)
-        (0x35, 0, 2, 0x40000000),  # 6: x32's numbers: refuse (7); the rest: allow (9)
-        (0x06, 0, 0, 0x00050000 | errno.ENOSYS),  # 7
-        (0x06, 0, 0, 0x00050000 | errno.EOPNOTSUPP),  # 8
-        (0x06, 0, 0, 0x7FFF0000),  # 9
-    ]
-    return b"".join(struct.pack("=HBBI", *instruction) for instruction in program)
+    arch, memfd_create, shmget, fallocate, mounts = known
+    answers = {
+        "enosys": ERRNO | errno.ENOSYS,
+        "eopnotsupp": ERRNO | errno.EOPNOTSUPP,
+        "eperm": ERRNO | errno.EPERM,
+        "allow": ALLOW,
+    }
+    checks = [(memfd_create, "enosys"), (shmget, "enosys"), (fallocate, "eopnotsupp")]
+    checks += [(number, "eperm") for number in mounts]
+    # (code, where to go if true, if false, operand); a place is an index or an answer's name
+    steps = [(0x20, None, None, 4), (0x15, None, "enosys", arch), (0x20, None, None, 0)]
+    steps += [(0x15, answer, None, number) for number, answer in checks]
+    steps += [(0x35, "enosys", "allow", X32)]
+    at = {name: len(steps) + i for i, name in enumerate(answers)}
+    program = b""
+    for i, (code, true, false, operand) in enumerate(steps):  # jumps count from the next step
+        jump = [0 if place is None else at[place] - i - 1 for place in (true, false)]
+        program += struct.pack("=HBBI", code, *jump, operand)
+    for value in answers.values():
+        program += struct.pack("=HBBI", 0x06, 0, 0, value)
+    return program
 
 
 class _Program(ctypes.Structure):  # struct sock_fprog
