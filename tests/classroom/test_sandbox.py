@@ -130,6 +130,27 @@ def test_a_sandbox_refuses_the_i386_entry_and_every_mount(tmp_path):
 
 
 @pytest.mark.slow
+def test_files_deleted_but_kept_open_count_as_output(tmp_path):
+    """Three 40 MB files written to the output folder, each deleted and kept open: the folder
+    shows at most the one being written, 120 MB are held on disk, over a 64 MB output limit
+    (each file is under it)."""
+    need_sandbox()
+    held = (
+        "import os, time\n"
+        "kept = []\n"
+        "for i in range(3):\n"
+        "    f = open(f'/grading/out/{i}', 'wb')\n"
+        "    f.write(os.urandom(40 * 2**20)); f.flush()\n"
+        "    os.unlink(f'/grading/out/{i}'); kept.append(f)\n"
+        "time.sleep(30)\n"
+    )
+    done = _run(tmp_path, held, output_mb=64)
+    assert done.broke == "output", done
+    shown, _ = sandbox.folder_usage(tmp_path / "out")
+    assert shown < 64 * 2**20, shown  # what the folder shows is under the limit: the rest was held
+
+
+@pytest.mark.slow
 def test_files_and_the_error_stream_are_counted(tmp_path):
     need_sandbox()
     many = "for i in range(20_000):\n    open(f'/grading/out/{i}', 'w').close()\nimport time\ntime.sleep(30)\n"

@@ -13,8 +13,9 @@ through `run`:
   reads afterwards. Never the teacher's home, the solutions, or the other submissions.
 - **Limits**, for all its processes together, watched from outside every 0.2 s: wall time, memory
   (resident, summed over its processes, plus what its /tmp and /dev/shm hold: see
-  `vitcourse.classroom.sandbox_memory`), number of processes, and its output folder's size and
-  number of files and folders, and its error stream's size. Each process also gets kernel limits
+  `vitcourse.classroom.sandbox_memory`), number of processes, and its output folder's size (with
+  what its files deleted but kept open hold) and number of files and folders, and its error
+  stream's size. Each process also gets kernel limits
   that stop a single runaway at once: address space (the memory limit plus `VIRTUAL_ROOM_GB`), file
   size, no core files, and a number of processes and threads (`TASK_ROOM`).
 - **Never root**: run as root, the grader starts each sandbox's command as a user of its own
@@ -46,7 +47,7 @@ from pathlib import Path
 from vitcourse.classroom import sandbox_bubblewrap as bubblewrap_sandbox
 from vitcourse.classroom import sandbox_user as users
 from vitcourse.classroom.sandbox_bubblewrap import INSIDE
-from vitcourse.classroom.sandbox_memory import resident_bytes, tmpfs_bytes
+from vitcourse.classroom.sandbox_memory import deleted_bytes, resident_bytes, tmpfs_bytes
 from vitcourse.language import language
 
 EXPOSED = (
@@ -364,6 +365,7 @@ def _watch(
         if started is None and box.startup and os.path.lexists(out / "started"):
             started = now
         used, entries = folder_usage(out)
+        used += deleted_bytes(pids)  # deleted, kept open: in no folder
         if home is not None:
             home_used, home_entries = folder_usage(home)
             used, entries = used + home_used, entries + home_entries

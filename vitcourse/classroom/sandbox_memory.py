@@ -12,7 +12,9 @@ hold gigabytes there under any limit. So a sandbox gets (see `sandbox_bubblewrap
   (EOPNOTSUPP: glibc's `posix_fallocate` then writes the bytes, which the file-size limit and the
   counts see; a `fallocate` that keeps the size would hold disk no size shows), any mount (a
   tmpfs of a process's own, in a namespace of its own), and another architecture's system calls
-  (the i386 entry has a memfd_create of its own).
+  (the i386 entry has a memfd_create of its own);
+- files a sandbox deleted but keeps open, counted as its output (`deleted_bytes`): no folder
+  shows them.
 
 Outside bubblewrap (a user of its own, `vitcourse.classroom.sandbox_user`), the same filter is
 installed by the sandbox's first process itself (`install_filter`).
@@ -27,6 +29,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import stat
 import struct
 from pathlib import Path
 
@@ -118,6 +121,30 @@ def tmpfs_bytes(pids: list[int]) -> int:
             except OSError:
                 continue
             total += (found.f_blocks - found.f_bfree) * found.f_frsize
+    return total
+
+
+def deleted_bytes(pids: list[int]) -> int:
+    """What the files that the processes `pids` deleted but still hold open take (on disk, or in
+    a memory-backed folder): no folder's size shows them. Each file counted once, wherever it was.
+    The grader counts them as output (`sandbox._watch`); one in /tmp is memory there too."""
+    seen, total = set(), 0
+    for pid in pids:
+        try:
+            descriptors = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for descriptor in descriptors:
+            path = f"/proc/{pid}/fd/{descriptor}"
+            try:
+                if not os.readlink(path).endswith(" (deleted)"):
+                    continue
+                found = os.stat(path)  # the open file itself, through its descriptor
+            except OSError:
+                continue
+            if stat.S_ISREG(found.st_mode) and (found.st_dev, found.st_ino) not in seen:
+                seen.add((found.st_dev, found.st_ino))
+                total += found.st_blocks * 512
     return total
 
 
