@@ -299,6 +299,26 @@ def write_hostile_class(
     for student, attack in ATTACKS.items():
         code = steal + attack.replace("{out}", str(out))
         _write(_replace(nb01, "patchify", code), subs / student / "01_patches.ipynb")
+    # After its cells ran, a notebook puts a link where the grader reads what it kept (defs/) to a
+    # folder of the teacher's that holds answer files: the grader must follow no link.
+    kept = home / "kept"
+    kept.mkdir()
+    (kept / "unpatchify.err").write_text(SECRET + "\n")
+    (kept / "unpatchify.pkl").write_bytes(SECRET.encode())
+    stub = "def unpatchify(patches, patch_size, image_size):\n    raise NotImplementedError()\n"
+    linked = _replace(nb01, "unpatchify", stub)
+    swap = "import os\nos.rename('/grading/out/defs', '/grading/out/moved')\n"
+    swap += f"os.symlink({str(kept)!r}, '/grading/out/defs')\n"
+    linked["cells"].append(
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "outputs": [],
+            "execution_count": None,
+            "source": swap,
+        }
+    )
+    _write(linked, subs / "defs_link" / "01_patches.ipynb")
     (subs / "links").mkdir()
     os.symlink(subs / "honest" / "01_patches.ipynb", subs / "links" / "01_patches.ipynb")
     os.symlink("/etc/passwd", subs / "links" / "03_attention.ipynb")

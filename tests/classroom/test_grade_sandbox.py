@@ -144,6 +144,10 @@ def test_limits_and_links(hostile):
     assert "links/01\\_patches.ipynb: a link, not followed" in summary  # Markdown-escaped
     assert ".hidden: hidden" in summary
     assert not any(key[0] == "links" and row["status"] == "passed" for key, row in grades.items())
+    # defs/ made a link to the teacher's folder of answer files after the cells ran: not followed
+    assert grades[("defs_link", "unpatchify")]["status"] != "passed", grades[
+        ("defs_link", "unpatchify")
+    ]
 
 
 @pytest.mark.slow
