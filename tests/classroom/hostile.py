@@ -274,6 +274,31 @@ def _write(nb: dict, path: Path) -> None:
     path.write_text(json.dumps(nb))
 
 
+# A right unpatchify of nobody's, pickled by value as the grader keeps an answer: the file the
+# link student points the grader at. Read through the link, it would pass.
+PLANTED_UNPATCHIFY = """
+def unpatchify(patches, patch_size, image_size):
+    import torch
+    (H, W), P = image_size, patch_size
+    B, N, K = patches.shape
+    C = K // (P * P)
+    out = torch.zeros(B, C, H, W, dtype=patches.dtype)
+    for n in range(N):
+        row, col = divmod(n, W // P)
+        block = patches[:, n].reshape(B, P, P, C).permute(0, 3, 1, 2)
+        out[:, :, row * P : (row + 1) * P, col * P : (col + 1) * P] = block
+    return out
+"""
+
+
+def planted_answer() -> bytes:
+    import cloudpickle
+
+    space = {"__name__": "planted"}  # a module no one can import: pickled by value
+    exec(PLANTED_UNPATCHIFY, space)
+    return cloudpickle.dumps(space["unpatchify"])
+
+
 def write_hostile_class(
     subs: Path, home: Path, port: int, out: Path, write_package: bool = True
 ) -> Path:
@@ -304,7 +329,7 @@ def write_hostile_class(
     kept = home / "kept"
     kept.mkdir()
     (kept / "unpatchify.err").write_text(SECRET + "\n")
-    (kept / "unpatchify.pkl").write_bytes(SECRET.encode())
+    (kept / "unpatchify.pkl").write_bytes(planted_answer())
     stub = "def unpatchify(patches, patch_size, image_size):\n    raise NotImplementedError()\n"
     linked = _replace(nb01, "unpatchify", stub)
     swap = "import os\nos.rename('/grading/out/defs', '/grading/out/moved')\n"

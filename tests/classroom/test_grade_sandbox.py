@@ -26,6 +26,7 @@ from tests.classroom.hostile import (
     ROUND_TWO,
     SECRET,
     grade_command,
+    planted_answer,
     processes_with,
     write_hostile_class,
     write_round_two,
@@ -145,6 +146,12 @@ def test_limits_and_links(hostile):
     assert ".hidden: hidden" in summary
     assert not any(key[0] == "links" and row["status"] == "passed" for key, row in grades.items())
     # defs/ made a link to the teacher's folder of answer files after the cells ran: not followed
+    # (the answer planted there is right: read through the link, it would pass)
+    import cloudpickle
+
+    from vitcourse import checks
+
+    checks.check_unpatchify(cloudpickle.loads(planted_answer()))
     assert grades[("defs_link", "unpatchify")]["status"] != "passed", grades[
         ("defs_link", "unpatchify")
     ]
