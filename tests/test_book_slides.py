@@ -4,11 +4,12 @@ The book is the one tests/test_book.py builds (or `VITCOURSE_BOOK_HTML`'s). Each
 links to its deck; each deck is opened with every request to another site refused, and paged
 through with the space bar as a teacher would. On every slide: nothing asked of another site, no
 console error, every figure loaded and described, no text clipped or scrolled sideways past the
-slide's right edge, the slide number clear of reveal's arrows, and nothing overflowing the screen: a slide
-taller than 1280×720 is shrunk to fit (book/_static/slides.js), but never below `SMALLEST_FIT`,
-where its text would be too small to read from the back of a room; a slide with room to spare
-gives it to its figures (grown to their column, or as far as slides.js lets a figure grow). Every figure the notebook draws
-on a slide shown is found in its deck, and reveal's speaker view shows the teacher's notes.
+slide's right edge, the slide number clear of reveal's arrows and of the text, and nothing
+overflowing the screen: a slide taller than 1280×720 is shrunk to fit (book/_static/slides.js),
+but never below `SMALLEST_FIT`, where its text would be too small to read from the back of a room;
+a slide with room to spare gives it to its figures (grown to their column, or as far as slides.js
+lets a figure grow). Every figure the notebook draws on a slide shown is found in its deck, and
+reveal's speaker view shows the teacher's notes.
 
 `VITCOURSE_SLIDE_SHOTS=folder` keeps a screenshot of three slides of notebook 01's deck there.
 
@@ -70,14 +71,16 @@ CURRENT = """() => {
     range.selectNodeContents(node);
     const box = node.parentElement.closest('.jp-InputArea-editor');  // a long cell scrolls in it
     const seen = r => !box || overlaps(r, box.getBoundingClientRect());
-    if ([...range.getClientRects()].some(r => seen(r) && overlaps(number.getBoundingClientRect(), r))) {
+    const under = r => seen(r) && overlaps(number.getBoundingClientRect(), r);
+    if ([...range.getClientRects()].some(under)) {
       covered.push(`text: ${node.textContent.trim().slice(0, 40)}`);
     }
   }
   // A figure left small on a slide with room: not grown to its column or to slides.js's limit.
   const room = 720 - (bottom - box.top) / Reveal.getScale();
-  const small = [...slide.querySelectorAll('img')].filter(i => i.naturalWidth && !i.closest('aside.notes')
-    && i.clientWidth < i.parentElement.clientWidth - 2 && !(parseFloat(slide.dataset.grown) >= 1.5));
+  const grown = parseFloat(slide.dataset.grown) >= 1.5;
+  const small = [...slide.querySelectorAll('img')].filter(i => i.naturalWidth
+    && !i.closest('aside.notes') && i.clientWidth < i.parentElement.clientWidth - 2 && !grown);
   const {h, v} = Reveal.getIndices();
   return {where: `${h}/${v}`, fit: parseFloat(slide.dataset.fit || 'NaN'),
           room, small: small.map(i => i.alt.slice(0, 40)),

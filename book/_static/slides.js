@@ -23,7 +23,9 @@ function fitSlide(section) {
   // width is the slide's, in zoomed pixels), so its height does not shrink in proportion.
   if (!section) return;
   section.style.zoom = "";
-  for (const image of section.querySelectorAll("img")) image.style.width = image.style.maxHeight = "";
+  for (const image of section.querySelectorAll("img")) {
+    image.style.width = image.style.maxHeight = ""; // as drawn, before growFigures
+  }
   let fit = 1;
   if (contentHeight(section) > ROOM) {
     let low = 0.2;

@@ -204,7 +204,8 @@ def _broken(done: sandbox.Ran, limits: Limits, name: str | None = None) -> str:
     notebook, answer = BROKEN[done.broke]
     return _(notebook if name is None else answer).format(
         name=name, seconds=limits.notebook, gb=limits.memory_gb, processes=limits.processes,
-        mb=limits.output_mb, entries=number(sandbox.MAX_ENTRIES), errors=sandbox.STDERR_BYTES // 2**20,
+        mb=limits.output_mb, entries=number(sandbox.MAX_ENTRIES),
+        errors=sandbox.STDERR_BYTES // 2**20,
     )  # fmt: skip
 
 
