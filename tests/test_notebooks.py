@@ -275,3 +275,47 @@ def test_notebook_06_stopped_in_its_first_epoch_keeps_a_usable_model(tmp_path):
     )
     assert "no epoch has ended yet" in after  # the training-against-validation cell says so
     assert "test accuracy" in after and "reloaded model gives the same outputs: True" in after
+
+
+@pytest.mark.slow  # starts a kernel
+@pytest.mark.parametrize("written", [True, False], ids=["written", "open"])
+def test_notebook_06_trains_with_the_learners_train_step_once_it_passed(
+    tmp_path, monkeypatch, written
+):
+    """The student copy of 06: once the learner's `train_step` passed its check, every step of the
+    training is theirs (a counter in it sees them all) and the cell says so; while it is open,
+    the package's takes the steps and the cell says that instead."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    monkeypatch.setenv("VITCOURSE_PROGRESS", str(tmp_path / "progress.json"))
+    nb = nbformat.read(ROOT / "student" / "06_training.ipynb", as_version=4)
+    exercise = next(c for c in nb.cells if c.source.startswith("def train_step("))
+    if written:
+        exercise.source = (
+            "CALLS = []\n"
+            "def train_step(model, optimizer, images, labels, label_smoothing, grad_clip):\n"
+            "    CALLS.append(1)\n"
+            "    loss = F.cross_entropy(model(images), labels, label_smoothing=label_smoothing)\n"
+            "    optimizer.zero_grad()\n"
+            "    loss.backward()\n"
+            "    nn.utils.clip_grad_norm_(model.parameters(), grad_clip)\n"
+            "    optimizer.step()\n"
+            "    return loss\n"
+        )
+    training = next(i for i, c in enumerate(nb.cells) if "history = trainer.fit()" in c.source)
+    count = "print('learner steps', len(CALLS) if 'CALLS' in globals() else 0, trainer.steps_done)"
+    nb.cells = [*nb.cells[: training + 1], nbformat.v4.new_code_cell(count)]
+    NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+    printed = "".join(o.get("text", "") for o in nb.cells[training].outputs)
+    counted = "".join(o.get("text", "") for o in nb.cells[-1].outputs).split()
+    steps = int(counted[-1])
+    assert steps > 0
+    if written:
+        assert "every step is taken by your train_step" in printed
+        assert steps < int(counted[-2]) <= steps + 10  # the check's few calls, then every step
+    else:
+        assert "every step is taken by the package's train_step" in printed
+        assert int(counted[-2]) == 0

@@ -121,25 +121,69 @@ def test_a_trainer_with_its_own_loss_records_no_training_accuracy(tiny_vit, toy_
     assert [record["train_acc"] for record in history.epochs] == [None, None]
 
 
-def test_the_loops_counters_and_hooks_say_what_they_are():
+def test_the_loops_counters_say_what_they_are():
     """The loop notebook 06 prints counts `steps_done` over the run and `epoch_batches_done` in the
-    epoch under way; `step` is kept as the old name of `steps_done`; a subclass that still names
-    its hook `loss` is told the hook's name instead of being silently ignored."""
+    epoch under way, and reads the recipe's settings at every step."""
     trainer = new_trainer(TrainConfig(epochs=1))
     assert not trainer.finished() and not trainer.finished_everywhere()
     trainer.fit()
     assert trainer.finished() and trainer.finished_everywhere()
-    assert trainer.steps_done == trainer.step == trainer.steps_per_epoch
+    assert trainer.steps_done == trainer.steps_per_epoch
     assert trainer.epoch_batches_done == 0  # the epoch ended: none of the next one yet
     trainer.config = replace(trainer.config, grad_clip=0.5)
     assert trainer.step_options["grad_clip"] == 0.5  # read at every step, not kept from the start
-    trainer.step = 3  # the old name sets the counter too
-    assert trainer.steps_done == 3
-    with pytest.raises(TypeError, match="named `loss_fn"):
 
-        class OldHook(Trainer):  # noqa: F841
-            def loss(self, images, labels):
-                return images.sum()
+
+def learners_step(model, optimizer, images, labels, label_smoothing, grad_clip):
+    """A step written as notebook 06's exercise asks (the teacher's solution): it returns the
+    loss's number, which the exercise accepts too, and no logits."""
+    logits = model(images)
+    loss = F.cross_entropy(logits, labels, label_smoothing=label_smoothing)
+    optimizer.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    optimizer.step()
+    return loss.item()
+
+
+def test_a_trainer_given_the_learners_step_trains_with_it_as_with_the_packages():
+    """Notebook 06 hands the learner's `train_step` to its trainer: the same run step for step
+    (losses, training accuracies from the logits it caught, weights), and nothing left hooked."""
+    config = TrainConfig(epochs=2, lr=3e-3, warmup=0.1)
+    package, calls = new_trainer(config), []
+
+    def counted(*args):
+        calls.append(len(args))
+        return learners_step(*args)
+
+    learners = new_trainer(config)
+    learners = Trainer(learners.model, learners.loaders, config, device="cpu", train_step=counted)
+    package.fit(), learners.fit()
+    assert len(calls) == learners.steps_done == package.steps_done > 0
+    assert learners.history.step_losses == pytest.approx(package.history.step_losses, abs=1e-6)
+    assert learners.history.step_accuracies == package.history.step_accuracies
+    assert learners.history.epochs[-1]["train_acc"] == package.history.epochs[-1]["train_acc"]
+    weights = zip(
+        package.model.state_dict().items(), learners.model.state_dict().values(), strict=True
+    )
+    for (name, theirs), ours in weights:
+        assert torch.allclose(theirs, ours, atol=1e-6), name
+    assert not learners.model._forward_hooks  # the hook that caught the logits is gone
+
+
+def test_a_trainer_with_its_own_loss_refuses_the_learners_step():
+    """A trainer with a `loss_fn` (notebook 09's) computes another loss than a classifier's step:
+    given a learner's step it says so at the first step instead of training the wrong thing."""
+
+    class OwnLoss(Trainer):
+        def loss_fn(self, images, labels):
+            return self.network(images).square().mean()
+
+    base = new_trainer(TrainConfig(epochs=1))
+    trainer = OwnLoss(base.model, base.loaders, base.config, device="cpu", train_step=learners_step)
+    with pytest.raises(ValueError, match="own loss_fn takes the package's train_step"):
+        trainer.fit()
+    assert not trainer.model._forward_hooks
 
 
 def test_the_loop_notebook_06_prints_is_short():
@@ -150,4 +194,5 @@ def test_the_loop_notebook_06_prints_is_short():
     source = inspect.getsource(Trainer.train_epoch)
     assert len(source.splitlines()) <= 30
     call = next(line for line in source.splitlines() if "train_step(" in line)
-    assert "**self.step_options" in source and call.strip().startswith("loss, logits = train_step(")
+    assert "**self.step_options" in source
+    assert call.strip().startswith("loss, logits = self.train_step(")
