@@ -253,8 +253,8 @@ nb_merge_streams = False  # 1.4 merges them and keeps the parts too: every line 
 
 # The package's reference, one page per module, from the docstrings (reference.md).
 autosummary_generate = True
-# The old doors (`vitcourse.OLD_DOORS`) stand for modules documented in their subpackages: no page.
-autosummary_context = {"old_doors": [f"vitcourse.{name}" for name in vitcourse.OLD_DOORS]}
+# The commands' files (`vitcourse.COMMANDS`) run modules documented in their subpackages: no page.
+autosummary_context = {"commands": [f"vitcourse.{name}" for name in vitcourse.COMMANDS]}
 autodoc_default_options = {"members": True, "show-inheritance": True}
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"

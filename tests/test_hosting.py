@@ -212,7 +212,7 @@ def test_the_set_up_imports_without_the_packages_it_may_have_to_install():
     blocked = list(HOSTED_PACKAGES)
     code = (
         f"import sys\nfor name in {blocked!r}: sys.modules[name] = None\n"
-        "from vitcourse.environment import COURSE_FILES, setup\n"
+        "from vitcourse.environment import setup\nfrom vitcourse.hosting import COURSE_FILES\n"
         "from vitcourse.hosting import _importable\n"
         f"assert not any(_importable(name) for name in {blocked!r})\n"
     )

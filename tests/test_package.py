@@ -62,7 +62,10 @@ def _module_name(path: Path) -> str:
 
 def _imports_of(path: Path, modules: set[str]) -> set[str]:
     """The vitcourse modules a module imports, anywhere in it (inside functions, and under
-    `if TYPE_CHECKING:`: a cycle for the type hints alone is still one a reader must untangle)."""
+    `if TYPE_CHECKING:`: a cycle for the type hints alone is still one a reader must untangle).
+    Also the modules it reaches without an import statement: a dotted name after `import
+    vitcourse` (`vitcourse.training.loop.Trainer` in a type hint), a module's full name in a string
+    (`importlib.import_module("vitcourse.x")`), and the rooms in a front door's table."""
     tree = ast.parse(path.read_text())
     found = set()
     for node in ast.walk(tree):
@@ -72,7 +75,33 @@ def _imports_of(path: Path, modules: set[str]) -> set[str]:
                 found.add(child if child in modules else node.module)
         elif isinstance(node, ast.Import):
             found.update(a.name for a in node.names if a.name.startswith("vitcourse"))
+        elif isinstance(node, ast.Attribute) and (dotted := _dotted(node)):
+            found |= {m for m in modules if dotted == m or dotted.startswith(f"{m}.")}
+        elif isinstance(node, ast.Constant) and node.value in modules - {"vitcourse"}:
+            found.add(node.value)  # not the catalogs' domain, "vitcourse"
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+            prefix = ROOM_TABLES.get(getattr(node.targets[0], "id", None))
+            if prefix is not None:
+                strings = [n.value for n in ast.walk(node.value) if isinstance(n, ast.Constant)]
+                found |= {f"{prefix}{s}" for s in strings if f"{prefix}{s}" in modules}
     return found
+
+
+# Tables of modules imported by name when first needed: a front door's rooms, under this prefix.
+# (Not the registry's CHECK_MODULES: the registry imports the checks to fill itself when asked for
+# all of them, and each check registers itself at its top, the way a plugin does.)
+ROOM_TABLES = {"_ROOMS": "vitcourse."}
+
+
+def _dotted(node: ast.expr) -> str | None:
+    """`vitcourse.a.b` for an attribute chain that starts at the name `vitcourse`, else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name) and node.id == "vitcourse":
+        return ".".join(["vitcourse", *reversed(parts)])
+    return None
 
 
 def import_graph() -> dict[str, set[str]]:
@@ -84,6 +113,24 @@ def test_the_import_graph_sees_subpackages():
     graph = import_graph()
     assert "vitcourse.checks.registry" in graph["vitcourse.checks.patching"]
     assert "vitcourse.patching" in graph["vitcourse.checks.patching"]
+
+
+def test_the_import_graph_sees_dotted_names_strings_and_tables(tmp_path):
+    """A module that reaches another through a type hint after `import vitcourse`, an
+    `import_module` string or a front door's table imports it, for the cycle test too."""
+    modules = {"vitcourse", "vitcourse.training", "vitcourse.training.loop", "vitcourse.presets"}
+    hinted = tmp_path / "hinted.py"
+    hinted.write_text("import vitcourse\ndef f(trainer: vitcourse.training.loop.Trainer): ...\n")
+    assert "vitcourse.training.loop" in _imports_of(hinted, modules)
+    named = tmp_path / "named.py"
+    named.write_text('import importlib\nimportlib.import_module("vitcourse.presets")\n')
+    assert _imports_of(named, modules) == {"vitcourse.presets"}
+    door = tmp_path / "door.py"
+    door.write_text('_ROOMS = {"preset": "presets", "other": "elsewhere"}\nx = "presets"\n')
+    assert _imports_of(door, modules) == {"vitcourse.presets"}
+    graph = import_graph()
+    assert "vitcourse.data.loading" in graph["vitcourse.data"]  # its table of rooms
+    assert "vitcourse.checks.mae" in graph["vitcourse.checks"]
 
 
 def test_the_package_has_no_import_cycle_subpackages_included():
@@ -175,6 +222,21 @@ def test_reading_the_model_loads_no_machinery():
     assert set(loaded) <= {"vitcourse", "vitcourse.language"} | model, loaded
 
 
+@pytest.mark.parametrize("module", ["vitcourse.cnn", "vitcourse.checkpoints"])
+def test_the_other_models_and_their_files_load_no_trainer(module):
+    """`import vitcourse.cnn` and `import vitcourse.checkpoints` (which reads every kind of model
+    file) load the models and the data layer they size themselves by, not the trainer, the command
+    lines or the grader: the data layer imports nothing of `training/`."""
+    loaded = _loaded_by(f"import {module}")
+    assert module in loaded
+    machinery = [
+        m
+        for m in loaded
+        if m.startswith(("vitcourse.training", "vitcourse.cli", "vitcourse.classroom"))
+    ]
+    assert machinery == [], machinery
+
+
 def test_notebook_01s_first_check_loads_its_own_module_only():
     """`from vitcourse.checks import check_patchify` loads the checks' shared rooms (the harness,
     the registry and what they use), the patching check and `vitcourse.patching`: not the
@@ -183,23 +245,6 @@ def test_notebook_01s_first_check_loads_its_own_module_only():
     checks = {"harness", "answers", "hints", "crashes", "exercise", "registry", "patching"}
     expected = {"vitcourse", "vitcourse.patching", "vitcourse.checks", "vitcourse.language"}
     assert set(loaded) == expected | {f"vitcourse.checks.{m}" for m in checks}, loaded
-
-
-def test_names_that_moved_still_import_from_their_old_home():
-    """A learner's saved notebook keeps working: `from vitcourse.vit import preset_for` and
-    `from vitcourse.pretraining import MaskedAutoencoder` find the names in their new files."""
-    from vitcourse import deit, mae, presets, pretrained, vit
-    from vitcourse.training import pretraining
-
-    assert vit.preset_for is presets.preset_for and vit.PRESETS is presets.PRESETS
-    assert (
-        vit.DistilledViT is deit.DistilledViT and vit.load_pretrained is pretrained.load_pretrained
-    )
-    for name in pretraining._MOVED:  # pretraining itself imports one of them; the rest forward
-        assert getattr(pretraining, name) is getattr(mae, name), name
-    assert "random_masking" not in vars(pretraining)  # found through the forward, not a copy
-    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
-        vit.nothing  # noqa: B018
 
 
 def _defined_in(path: Path) -> set[str]:
@@ -256,43 +301,115 @@ def test_the_package_imports_each_name_from_the_module_that_defines_it():
     assert not through, through
 
 
-def test_the_old_homes_forward_to_the_new_and_only_what_moved():
-    """Every `_MOVED` name is found in its home, and the old home's documented names (`__all__`)
-    are its own: the book's reference lists each name once."""
+def test_the_front_doors_forward_each_name_to_its_home():
+    """A subpackage's front door (`vitcourse.checks`, `.data`, `.training`, and `vitcourse` itself)
+    finds each name of its `_ROOMS` table in the module that defines it, and nowhere else."""
     import importlib
 
     paths = {_module_name(path): path for path in PACKAGE.rglob("*.py")}
-    olds = [m for m, p in paths.items() if "_MOVED = " in p.read_text()]
-    assert {"vitcourse.vit", "vitcourse.data", "vitcourse.training"} <= set(olds), olds
-    for old in olds:
-        module = importlib.import_module(old)
-        for name, home in module._MOVED.items():
+    doors = [m for m, p in paths.items() if "_ROOMS = " in p.read_text()]
+    assert set(doors) == {"vitcourse", "vitcourse.checks", "vitcourse.data", "vitcourse.training"}
+    for door in doors:
+        module = importlib.import_module(door)
+        for name, home in module._ROOMS.items():
             assert getattr(module, name) is getattr(
                 importlib.import_module(f"vitcourse.{home}"), name
             )
-            assert name in _defined_in(paths[f"vitcourse.{home}"]), (old, name, home)
-        own = _defined_in(paths[old])
-        assert set(getattr(module, "__all__", [])) <= own, (old, set(module.__all__) - own)
+            assert name in _defined_in(paths[f"vitcourse.{home}"]), (door, name, home)
         with pytest.raises(AttributeError, match="has no attribute 'nothing'"):
             module.nothing  # noqa: B018
 
 
+def test_only_a_front_door_forwards_names():
+    """A module-level `__getattr__` (PEP 562) lets a module answer for names it does not define: a
+    subpackage's `__init__` may (its front door); any other module would be a second home."""
+    forwarding = [
+        _module_name(path)
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path.name != "__init__.py"
+        and any(
+            isinstance(node, ast.FunctionDef) and node.name == "__getattr__"
+            for node in ast.parse(path.read_text()).body
+        )
+    ]
+    assert forwarding == []
+
+
+# The notebooks in every edition: the teacher's and the student's, in English and in Spanish.
+NOTEBOOK_FOLDERS = ("notebooks", "student", "es/notebooks", "es/student")
+
+
+def _notebook_imports(folder: str):
+    """(notebook, module, name) for every `from vitcourse... import name` in a folder's notebooks."""
+    import json
+
+    for path in sorted((ROOT / folder).glob("*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            if cell["cell_type"] != "code":
+                continue
+            lines = "".join(cell["source"]).splitlines()
+            magic = ("%", "!")  # IPython's lines (%pip install): not Python
+            code = "\n".join(
+                line[: len(line) - len(line.lstrip())] + "pass"
+                if line.lstrip().startswith(magic)
+                else line
+                for line in lines
+            )
+            for node in ast.walk(ast.parse(code)):
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("vitcourse"):
+                    for alias in node.names:
+                        yield f"{folder}/{path.name}", node.module, alias.name
+
+
+@pytest.mark.parametrize("folder", NOTEBOOK_FOLDERS)
+def test_the_notebooks_import_each_name_from_its_home_or_a_front_door(folder):
+    """A learner who opens the module a notebook imports from finds the name there: the module
+    that defines it, or a subpackage's front door (an `__init__` whose table names its room)."""
+    paths = {_module_name(path): path for path in PACKAGE.rglob("*.py")}
+    found = list(_notebook_imports(folder))
+    assert len(found) > 100, folder  # the parse saw the notebooks' imports
+    elsewhere = []
+    for notebook, module, name in found:
+        path = paths.get(module)
+        assert path is not None, (notebook, module)  # no module that is not the package's
+        if f"{module}.{name}" in paths or name in _defined_in(path):
+            continue
+        if path.name == "__init__.py":
+            continue  # a front door (the test above checks its table)
+        elsewhere.append(f"{notebook}: from {module} import {name}")
+    assert elsewhere == []
+
+
+def test_the_notebook_import_test_catches_a_second_home(tmp_path, monkeypatch):
+    """The test above fails for `from vitcourse.vit import preset_for` (`vit` imports nothing of
+    the presets) in a notebook."""
+    import json
+
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    cell = {"cell_type": "code", "source": ["from vitcourse.vit import preset_for\n"]}
+    (folder / "00.ipynb").write_text(json.dumps({"cells": [cell]}))
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    ((notebook, module, name),) = _notebook_imports("notebooks")
+    assert (module, name) == ("vitcourse.vit", "preset_for")
+    assert "preset_for" not in _defined_in(PACKAGE / "vit.py")
+
+
 # --- the house by audience: the learner's model on top, the machinery in subpackages ------------
 
-# The old doors: files that stand for a module that moved into a subpackage, so that the notebooks'
-# imports and the documented commands (`python -m vitcourse.train`) keep working.
-OLD_DOORS = vitcourse.OLD_DOORS
+# The documented commands (`python -m vitcourse.train`): short files that run the module named.
+COMMANDS = vitcourse.COMMANDS
 
 
-def test_the_old_doors_are_the_files_that_stand_for_another_module():
+def test_the_commands_are_the_only_files_that_stand_for_another_module():
     standing = {p.stem for p in PACKAGE.glob("*.py") if "sys.modules[__name__] = " in p.read_text()}
-    assert standing == set(OLD_DOORS)
+    assert standing == set(COMMANDS)
 
 
-def test_the_top_level_holds_the_model_and_what_a_learner_reads_and_the_old_doors():
+def test_the_top_level_holds_the_model_and_what_a_learner_reads_and_the_commands():
     """The folder shows the course: the model a learner builds and the tools the notebooks show at
     the top, the machinery in subpackages named for who uses it."""
-    top = {path.stem for path in PACKAGE.glob("*.py")} - {"__init__"} - set(OLD_DOORS)
+    top = {path.stem for path in PACKAGE.glob("*.py")} - {"__init__"} - set(COMMANDS)
     assert set(LEARNER_MODULES) <= top
     assert len(top) <= 21, sorted(top)  # each model kind in a module of its own (CONTRIBUTING.md)
     subpackages = {path.parent.name for path in PACKAGE.glob("*/__init__.py")}
@@ -305,23 +422,18 @@ def test_the_top_level_holds_the_model_and_what_a_learner_reads_and_the_old_door
             assert all(f"    {room}" in map_ for room in rooms), (name, map_)
 
 
-def test_the_old_doors_are_the_moved_modules_themselves():
-    """`import vitcourse.datasets` gives `vitcourse.data.datasets` itself (same object: a
-    monkeypatch or a saved notebook's import sees one module), and nothing in the package uses
-    them: every import inside it names the module's home."""
+def test_the_commands_are_the_modules_they_run():
+    """`import vitcourse.train` gives `vitcourse.cli.train` itself (a monkeypatch sees one module),
+    and nothing in the package imports a command's file: every import names the module's home."""
     import importlib
 
-    for old, home in OLD_DOORS.items():
-        if old == "lightning":
-            pytest.importorskip("lightning")
-        if old == "tensorboard":
-            pytest.importorskip("tensorboard")
-        assert importlib.import_module(f"vitcourse.{old}") is importlib.import_module(
+    for command, home in COMMANDS.items():
+        assert importlib.import_module(f"vitcourse.{command}") is importlib.import_module(
             f"vitcourse.{home}"
-        ), old
+        ), command
     graph = import_graph()
-    doors = {f"vitcourse.{old}" for old in OLD_DOORS}
-    users = {m: graph[m] & doors for m in graph if graph[m] & doors and m not in doors}
+    files = {f"vitcourse.{command}" for command in COMMANDS}
+    users = {m: graph[m] & files for m in graph if graph[m] & files and m not in files}
     assert users == {}, users
 
 
@@ -335,7 +447,7 @@ def test_tab_completion_shows_the_names_the_subpackages_forward():
 
 
 @pytest.mark.slow
-def test_the_documented_commands_run_through_their_old_doors():
+def test_the_documented_commands_run():
     """`python -m vitcourse.train` (the README's), `.pretrain`, `.grade` and `.student` still
     start their commands, now in `vitcourse.cli` and `vitcourse.classroom`."""
     for command in ("train", "pretrain", "grade", "student"):

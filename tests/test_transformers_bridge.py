@@ -321,7 +321,7 @@ def test_a_hub_name_offline_is_a_clear_error(tmp_path, transformers):
     env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_CACHE", "TRANSFORMERS_CACHE")}
     env.update(HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf-home"))
     code = (
-        "from vitcourse.vit import PretrainedUnavailable, from_transformers\n"
+        "from vitcourse.pretrained import PretrainedUnavailable, from_transformers\n"
         "try:\n"
         "    from_transformers('google/vit-base-patch16-224')\n"
         "except PretrainedUnavailable as e:\n"

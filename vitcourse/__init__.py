@@ -47,14 +47,14 @@ And the machinery, in subpackages named for who uses it (each opens with a map o
     translation/        the course in Spanish: catalogs of what the notebooks and the package
                         say, and python -m vitcourse.translate
 
-Old doors: `datasets`, `distillation`, `pretraining`, `tensorboard`, `lightning`, `train`,
-`pretrain`, `grade`, `student` and `translate` are files of a few lines that stand for the module
-of that name in its subpackage, so that the notebooks' imports and the documented commands keep
-working.
+Commands: `train`, `pretrain`, `grade`, `student` and `translate` are files of a few lines, so
+that the documented commands (`python -m vitcourse.train`) are short; each runs the module of that
+name in its subpackage. Every other name has one home, and the notebooks import it from there or
+from its subpackage's front door (`vitcourse.data`, `vitcourse.training`, `vitcourse.checks`).
 
 Imports flow one way, from the bottom up (tests/test_package.py checks there is no cycle,
-subpackages included): hosting, environment and `training.scaling`; then patching and
-scrambling (a scrambled dataset is cut in patches), `data`, the rest of the model (embedding to
+subpackages included): hosting and environment; then patching and scrambling (a scrambled
+dataset is cut in patches), `data` (nothing of `training`), the rest of the model (embedding to
 vit; then presets, cnn, mlp, deit, mae, pretrained), checkpoints, the training rooms and the loop;
 then live, the bridges, pre-training and distillation, and the command lines. analysis, widgets
 and diagrams read the model only; `checks` reads the model and the reference solutions it checks
@@ -71,14 +71,12 @@ Shape legend, used in every docstring and comment::
 __version__ = "0.1.0"
 
 # Names documented in their modules, reachable from the top too: vitcourse.set_language("es").
-_MOVED = {"ViTConfig": "vit", "VisionTransformer": "vit", "set_language": "language"}
+_ROOMS = {"ViTConfig": "vit", "VisionTransformer": "vit", "set_language": "language"}
 
-# The old doors (above): each of these files stands for the module it names, in its subpackage.
-OLD_DOORS = {
-    "datasets": "data.datasets", "distillation": "training.distillation",
-    "pretraining": "training.pretraining", "tensorboard": "bridges.tensorboard",
-    "lightning": "bridges.lightning", "train": "cli.train", "pretrain": "cli.pretrain",
-    "grade": "classroom.grade", "student": "classroom.student", "translate": "translation.cli",
+# The documented commands, `python -m vitcourse.NAME`: each file runs the module named here.
+COMMANDS = {
+    "train": "cli.train", "pretrain": "cli.pretrain", "grade": "classroom.grade",
+    "student": "classroom.student", "translate": "translation.cli",
 }  # fmt: skip
 
 
@@ -87,12 +85,12 @@ def __getattr__(name: str):
     when first asked for: importing one module (`vitcourse.patching`, the grader's worker) loads
     that module and what it needs, not the whole model with its data layer and torchvision
     (seconds on a laptop)."""
-    if name in _MOVED:
+    if name in _ROOMS:
         import importlib
 
-        return getattr(importlib.import_module(f"vitcourse.{_MOVED[name]}"), name)
+        return getattr(importlib.import_module(f"vitcourse.{_ROOMS[name]}"), name)
     raise AttributeError(f"module 'vitcourse' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_MOVED))  # tab completion shows the names above
+    return sorted(set(globals()) | set(_ROOMS))  # tab completion shows the names above

@@ -23,15 +23,6 @@ import torchvision
 from vitcourse.hosting import BRANCH, REPOSITORY, hosted, set_up_hosted, time_estimate
 from vitcourse.language import N_, _
 
-# Colab and Kaggle's names, still importable from here for code written before hosting had a
-# module of its own (found in `vitcourse.hosting` when first asked for).
-_MOVED = {
-    name: "hosting"
-    for name in ("BRANCH", "COURSE_FILES", "CPU_SECONDS", "HOSTED_PACKAGES", "LIVE_OPTIONS",
-                 "RAW_URL", "REPOSITORY", "TIME_BUDGETS", "fetch_course_files", "hosted",
-                 "set_up_hosted", "time_estimate")
-}  # fmt: skip
-
 QUICK_ENV = "VITCOURSE_QUICK"
 DATA_ENV = "VITCOURSE_DATA"
 # data/ beside the package: there in a clone of the repository, absent where pip installed the
@@ -229,11 +220,3 @@ def _set_up(host: str, run, fetch) -> list[str]:
     if not os.environ.get(DATA_ENV) and not (default_root() / "FashionMNIST").is_dir():
         os.environ[DATA_ENV] = str(Path.cwd() / "data")  # the package came without data/
     return set_up_hosted(host, default_root(), run, fetch)
-
-
-def __getattr__(name: str):
-    if name in _MOVED:  # the name's home is imported when the name is first asked for
-        import importlib
-
-        return getattr(importlib.import_module(f"vitcourse.{_MOVED[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

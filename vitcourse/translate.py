@@ -1,5 +1,5 @@
 """`python -m vitcourse.translate`, the documented command: it runs `vitcourse.translation.cli`.
-Imported, this file stands for that module, as the old doors do."""
+Imported, this file stands for that module, as the other commands' files do."""
 
 import sys
 

@@ -303,23 +303,3 @@ def copy_encoder(model: VisionTransformer, weights: dict) -> None:
             "unexpected {unexpected}"
         )
         raise ValueError(message.format(missing=missing, unexpected=unexpected))
-
-
-# Names that lived here before the presets, DeiT's model and the converters had files of their
-# own: `from vitcourse.vit import preset_for` keeps working (a learner's saved notebook may have
-# it), and loads that file only when asked (PEP 562). The package itself imports them from home.
-_MOVED = {
-    "PRESETS": "presets", "preset": "presets", "preset_for": "presets",
-    "DistilledViT": "deit",
-    "PRETRAINED": "pretrained", "PretrainedUnavailable": "pretrained",
-    "load_pretrained": "pretrained", "from_timm": "pretrained", "from_torchvision": "pretrained",
-    "from_transformers": "pretrained", "to_transformers": "pretrained",
-}  # fmt: skip
-
-
-def __getattr__(name: str):
-    if name in _MOVED:
-        import importlib
-
-        return getattr(importlib.import_module(f"vitcourse.{_MOVED[name]}"), name)
-    raise AttributeError(f"module 'vitcourse.vit' has no attribute {name!r}")

@@ -33,14 +33,14 @@ FASHION = {"batch_size": 16, "limit": 64, "val_size": 500, "augment": True, "see
 
 
 def test_nothing_in_the_package_imports_the_lightning_bridge():
-    """It imports lightning at its top: the course must run without the extras. (The old door
-    `vitcourse.lightning`, which notebook 10 imports, stands for it.)"""
+    """It imports lightning at its top: the course must run without the extras. (Notebook 10
+    imports it, when the extras are there.)"""
     graph = import_graph()
     assert "vitcourse.bridges.lightning" in graph
     importers = [
         module for module, imports in graph.items() if "vitcourse.bridges.lightning" in imports
     ]
-    assert importers == ["vitcourse.lightning"]
+    assert importers == []
 
 
 @pytest.fixture

@@ -15,12 +15,11 @@ import pytest
 import torch
 from torchvision import datasets, transforms
 
-from vitcourse.data import batching, files, photos
+from vitcourse.data import batching, files, photos, sharding
 from vitcourse.data import datasets as table
 from vitcourse.data import loading as data
 from vitcourse.data.batching import InMemoryImages
 from vitcourse.data.loading import dataset_info, denormalize, load_dataset, make_loaders
-from vitcourse.training import scaling
 
 # --- Fashion-MNIST, shipped in data/ -------------------------------------
 
@@ -238,7 +237,7 @@ def test_make_loaders_fraction_keeps_a_share_of_training_only():
         (batching, "random_crop_flip"),
         (photos, "PHOTOS"),
         (photos, "load_photo"),
-        (scaling, "ShardSampler"),
+        (sharding, "ShardSampler"),
     ],
     ids=lambda x: getattr(x, "__name__", x),
 )
@@ -247,7 +246,7 @@ def test_names_that_moved_out_are_still_found_in_data(module, name):
     book documents them once, in their room (`vitcourse.data` documents no names of its own)."""
     import vitcourse.data
 
-    assert name in vitcourse.data._MOVED and not hasattr(vitcourse.data, "__all__")
+    assert name in vitcourse.data._ROOMS and not hasattr(vitcourse.data, "__all__")
     assert name not in data.__all__  # nor does `vitcourse.data.loading`
     assert getattr(vitcourse.data, name) is getattr(module, name)
 

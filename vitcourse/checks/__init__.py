@@ -49,31 +49,31 @@ from vitcourse.checks.registry import (
 # Each check's module, imported when a notebook first asks for the check (PEP 562): notebook 01's
 # `from vitcourse.checks import check_patchify` loads the patching check and the patching module,
 # not notebook 06's trainer and its data layer. `exercises()` imports them all, in this order.
-_HOMES = {
-    "check_patchify": "patching",  # notebook 01
-    "check_unpatchify": "patching",
-    "check_embed_tokens": "embedding",  # 02
-    "check_patch_embedding": "embedding",
-    "check_attention": "attention",  # 03
-    "check_multi_head_attention": "attention",
-    "check_layer_norm": "block",  # 04
-    "check_transformer_block": "block",
-    "check_parameter_count": "vit",  # 05
-    "check_vision_transformer": "vit",
-    "check_train_step": "training",  # 06
-    "check_attention_rollout": "analysis",  # 07
-    "check_equivariance_error": "analysis",  # 08
-    "check_masked_patch_loss": "mae",  # 09
-    "check_random_masking": "mae",
-    "check_distillation_loss": "distillation",  # 09
-    "check_scramble": "scrambling",  # 09
+_ROOMS = {
+    "check_patchify": "checks.patching",  # notebook 01
+    "check_unpatchify": "checks.patching",
+    "check_embed_tokens": "checks.embedding",  # 02
+    "check_patch_embedding": "checks.embedding",
+    "check_attention": "checks.attention",  # 03
+    "check_multi_head_attention": "checks.attention",
+    "check_layer_norm": "checks.block",  # 04
+    "check_transformer_block": "checks.block",
+    "check_parameter_count": "checks.vit",  # 05
+    "check_vision_transformer": "checks.vit",
+    "check_train_step": "checks.training",  # 06
+    "check_attention_rollout": "checks.analysis",  # 07
+    "check_equivariance_error": "checks.analysis",  # 08
+    "check_masked_patch_loss": "checks.mae",  # 09
+    "check_random_masking": "checks.mae",
+    "check_distillation_loss": "checks.distillation",  # 09
+    "check_scramble": "checks.scrambling",  # 09
 }
-assert set(_HOMES.values()) == set(CHECK_MODULES)
+assert {room.removeprefix("checks.") for room in _ROOMS.values()} == set(CHECK_MODULES)
 
 
 def __getattr__(name: str):
-    if name in _HOMES:
-        return getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
+    if name in _ROOMS:
+        return getattr(importlib.import_module(f"vitcourse.{_ROOMS[name]}"), name)
     if name == "EXERCISES":  # every exercise, in the course's order
         return exercises()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -6,13 +6,14 @@
     batching   images kept in memory as bytes, augmented and normalised a batch at a time
     folders    notebook 10: your own images, one sub-folder per class, read as a dataset
     photos     notebooks 01, 05, 09: scikit-image's photos at the paper's 224 x 224
+    sharding   each process's share of a split when several train together (torchrun)
 
 Read `loading` first. The notebooks import from here (`from vitcourse.data import load_dataset,
 load_photo`): each name is found in its room when first asked for.
 """
 
 # Where each name a notebook imports from `vitcourse.data` lives.
-_MOVED = {
+_ROOMS = {
     name: "data.loading"
     for name in ("QUICK_SIZES", "Loaders", "dataset_info", "denormalize", "image_transform",
                  "load_dataset", "loader_settings", "make_loaders")
@@ -24,17 +25,17 @@ _MOVED = {
     "DEFAULT_IMAGE_SIZE": "data.folders", "FolderError": "data.folders",
     "InMemoryImages": "data.batching", "random_crop_flip": "data.batching",
     "PHOTOS": "data.photos", "load_photo": "data.photos",
-    "ShardSampler": "training.scaling",
+    "ShardSampler": "data.sharding",
 }  # fmt: skip
 
 
 def __getattr__(name: str):
-    if name in _MOVED:  # the room is imported when one of its names is first asked for
+    if name in _ROOMS:  # the room is imported when one of its names is first asked for
         import importlib
 
-        return getattr(importlib.import_module(f"vitcourse.{_MOVED[name]}"), name)
+        return getattr(importlib.import_module(f"vitcourse.{_ROOMS[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_MOVED))  # tab completion and dir() show the forwarded names
+    return sorted(set(globals()) | set(_ROOMS))  # tab completion and dir() show the forwarded names

@@ -14,8 +14,7 @@ divided by its standard deviation, so that pixel values are centred on 0 with sp
 `make_loaders` gives a training run its train, validation and test loaders.
 
 It reads from the other rooms of `vitcourse.data` (the table, the files, in-memory batching,
-your folders) and, from `vitcourse.training.scaling`, `ShardSampler` (each process's share under
-torchrun).
+your folders, and `sharding`: each process's share under torchrun).
 """
 
 from __future__ import annotations
@@ -43,10 +42,10 @@ from vitcourse.data.folders import (
     is_image_folder,
     prepare_image,
 )
+from vitcourse.data.sharding import ShardSampler
 from vitcourse.environment import default_root, pick_device, quick_mode
 from vitcourse.language import _
 from vitcourse.scrambling import scramble_fixed
-from vitcourse.training.scaling import ShardSampler
 
 __all__ = [
     "QUICK_SIZES",

@@ -16,7 +16,7 @@ importing one room (`vitcourse.training.scaling`) loads that room alone.
 """
 
 # Where each name a notebook imports from `vitcourse.training` lives.
-_MOVED = {
+_ROOMS = {
     name: "training.loop"
     for name in ("History", "TrainConfig", "Trainer", "learning_rate", "make_optimizer",
                  "seed_everything", "train_step")
@@ -32,12 +32,12 @@ _MOVED = {
 
 
 def __getattr__(name: str):
-    if name in _MOVED:  # the room is imported when one of its names is first asked for
+    if name in _ROOMS:  # the room is imported when one of its names is first asked for
         import importlib
 
-        return getattr(importlib.import_module(f"vitcourse.{_MOVED[name]}"), name)
+        return getattr(importlib.import_module(f"vitcourse.{_ROOMS[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_MOVED))  # tab completion and dir() show the forwarded names
+    return sorted(set(globals()) | set(_ROOMS))  # tab completion and dir() show the forwarded names

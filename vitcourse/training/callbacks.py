@@ -17,9 +17,6 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-# The type hints name the trainer that calls a callback, `vitcourse.training.loop.Trainer`, without
-# importing it: the trainer imports the callbacks, not the reverse.
-import vitcourse
 from vitcourse.language import _
 from vitcourse.training.evaluation import evaluate
 
@@ -34,15 +31,16 @@ class StopTraining(Exception):
 class Callback:
     """Override any of these to act during training (progress, plots, checkpoints). Raising
     `StopTraining` in `on_step_end` or `on_epoch_end` ends training there (each callback's
-    `on_fit_end` still runs)."""
+    `on_fit_end` still runs). `trainer` is the `Trainer` calling it (`vitcourse.training.loop`,
+    which imports the callbacks: they do not import it back)."""
 
-    def on_fit_start(self, trainer: vitcourse.training.loop.Trainer) -> None: ...
+    def on_fit_start(self, trainer) -> None: ...
 
-    def on_step_end(self, trainer: vitcourse.training.loop.Trainer, loss: float) -> None: ...
+    def on_step_end(self, trainer, loss: float) -> None: ...
 
-    def on_epoch_end(self, trainer: vitcourse.training.loop.Trainer, record: dict) -> None: ...
+    def on_epoch_end(self, trainer, record: dict) -> None: ...
 
-    def on_fit_end(self, trainer: vitcourse.training.loop.Trainer) -> None: ...
+    def on_fit_end(self, trainer) -> None: ...
 
 
 class Timeline(Callback):
@@ -58,20 +56,20 @@ class Timeline(Callback):
         self.every_seconds = every_seconds
         self.points: list[tuple[float, float]] = []
 
-    def on_fit_start(self, trainer: vitcourse.training.loop.Trainer) -> None:
+    def on_fit_start(self, trainer) -> None:
         if not self.points:  # the untrained model (outside the timed loop, so nothing to pause)
             self._measure(trainer)
 
-    def on_step_end(self, trainer: vitcourse.training.loop.Trainer, loss: float) -> None:
+    def on_step_end(self, trainer, loss: float) -> None:
         if trainer.elapsed - self.points[-1][0] >= self.every_seconds:
             with trainer.paused():
                 self._measure(trainer)
 
-    def on_fit_end(self, trainer: vitcourse.training.loop.Trainer) -> None:
+    def on_fit_end(self, trainer) -> None:
         if trainer.elapsed > self.points[-1][0]:
             self._measure(trainer)
 
-    def _measure(self, trainer: vitcourse.training.loop.Trainer) -> None:
+    def _measure(self, trainer) -> None:
         accuracy = evaluate(trainer.model, self.loader, trainer.device)["acc"]
         self.points.append((trainer.elapsed, accuracy))
 
@@ -82,10 +80,10 @@ class CheckpointCallback(Callback):
     def __init__(self, path: str | Path):
         self.path = Path(path)
 
-    def on_epoch_end(self, trainer: vitcourse.training.loop.Trainer, record: dict) -> None:
+    def on_epoch_end(self, trainer, record: dict) -> None:
         trainer.save(self.path)
 
-    def on_fit_end(self, trainer: vitcourse.training.loop.Trainer) -> None:
+    def on_fit_end(self, trainer) -> None:
         if trainer.interrupted or trainer.stopped:
             trainer.save(self.path)
             print(
@@ -116,7 +114,7 @@ class ProgressCallback(Callback):
         self.stream = stream  # where the epoch lines go (None: stdout)
         self.bar = None
 
-    def on_fit_start(self, trainer: vitcourse.training.loop.Trainer) -> None:
+    def on_fit_start(self, trainer) -> None:
         budget = trainer.config.minutes
         total = round(60 * budget) if budget else trainer.config.epochs * trainer.steps_per_epoch
         self.bar = tqdm(
@@ -130,21 +128,21 @@ class ProgressCallback(Callback):
             dynamic_ncols=True,
         )
 
-    def on_step_end(self, trainer: vitcourse.training.loop.Trainer, loss: float) -> None:
+    def on_step_end(self, trainer, loss: float) -> None:
         if trainer.steps_done % self.every_steps == 0:
             self.bar.set_postfix(epoch=trainer.epoch + 1, loss=f"{loss:.3f}", refresh=False)
             self.bar.update(self._done(trainer) - self.bar.n)
 
-    def on_epoch_end(self, trainer: vitcourse.training.loop.Trainer, record: dict) -> None:
+    def on_epoch_end(self, trainer, record: dict) -> None:
         self.bar.update(self._done(trainer) - self.bar.n)
         if record["epoch"] % self.every_epochs == 0 or trainer.finished():
             tqdm.write(_epoch_line(record, trainer.elapsed), file=self.stream or sys.stdout)
 
-    def on_fit_end(self, trainer: vitcourse.training.loop.Trainer) -> None:
+    def on_fit_end(self, trainer) -> None:
         self.bar.close()
 
     @staticmethod
-    def _done(trainer: vitcourse.training.loop.Trainer) -> int:
+    def _done(trainer) -> int:
         """Steps taken, or whole seconds of the budget spent."""
         if trainer.config.minutes:
             return min(int(trainer.elapsed), round(60 * trainer.config.minutes))

@@ -12,8 +12,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from vitcourse.data.sharding import ShardSampler
 from vitcourse.language import _
-from vitcourse.training.scaling import ShardSampler, all_reduce_sum, distributed, to_device
+from vitcourse.training.scaling import all_reduce_sum, distributed, to_device
 
 
 def accuracy(logits: torch.Tensor, labels: torch.Tensor) -> float:

@@ -11,8 +11,7 @@ pixel cost about 0.5% accuracy). Afterwards the decoder is thrown away and the e
     PretrainTrainer      the course's Trainer, with this loss and a validation without labels
     plot_reconstructions the images, what the encoder saw, and what the decoder painted back
 
-The model itself (`random_masking`, `masked_patch_loss`, `MaskedAutoencoder`) is in `vitcourse.mae`;
-`from vitcourse.pretraining import MaskedAutoencoder` (notebook 09) still finds it there.
+The model itself (`random_masking`, `masked_patch_loss`, `MaskedAutoencoder`) is in `vitcourse.mae`.
 
 Shapes: B images, N patches of P*P*C numbers each, V = N - hidden visible patches, D the
 encoder's width, d the decoder's.
@@ -98,20 +97,3 @@ def plot_reconstructions(
     fig.suptitle(_("Masked-patch pre-training: the hidden patches painted back"), fontsize=10)
     fig.tight_layout()
     return fig
-
-
-# Names that lived here before the model had a file of its own (`vitcourse.mae`): notebook 09 and
-# its exercises import them from here; they load from their home when asked (PEP 562).
-_MOVED = {
-    name: "mae"
-    for name in ("MAEConfig", "MAEOutput", "MaskedAutoencoder", "hidden_count",
-                 "masked_patch_loss", "random_masking")
-}  # fmt: skip
-
-
-def __getattr__(name: str):
-    if name in _MOVED:  # the name's home is imported when the name is first asked for
-        import importlib
-
-        return getattr(importlib.import_module(f"vitcourse.{_MOVED[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
