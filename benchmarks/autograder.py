@@ -24,7 +24,7 @@ import time
 import zipfile
 from pathlib import Path
 
-from vitcourse.classroom import autograder
+from vitcourse.classroom import bundles
 from vitcourse.environment import default_root
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
@@ -61,11 +61,11 @@ def main() -> None:
     parser.add_argument("--notebook", default="01")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    (notebook,) = autograder.pick_notebooks([args.notebook])
+    (notebook,) = bundles.pick_notebooks([args.notebook])
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        bundle = autograder.build_gradescope([notebook], tmp / "autograder.zip")
-        folder = autograder.build_prairielearn([notebook], tmp / "grader", "bench")
+        bundle = bundles.build_gradescope([notebook], tmp / "autograder.zip")
+        folder = bundles.build_prairielearn([notebook], tmp / "grader", "bench")
         times: dict[tuple[str, str], list[float]] = {}
         for r in range(args.rounds):
             for platform in ("gradescope", "prairielearn"):

@@ -19,10 +19,8 @@ import pytest
 
 from tests.classroom.hostile import _replace, _write, processes_with
 from tests.conftest import need_root, need_sandbox
-from vitcourse.classroom import autograder, platforms, sandbox
+from vitcourse.classroom import autograder, bundles, platforms, sandbox
 from vitcourse.classroom.gradebook import Grade
-from vitcourse.classroom.grading import KERNEL_SECONDS
-from vitcourse.classroom.sandbox import STARTUP_SECONDS
 
 ROOT = Path(__file__).resolve().parents[2]
 NB01 = json.loads((ROOT / "notebooks" / "01_patches.ipynb").read_text())
@@ -71,16 +69,7 @@ def valid_prairielearn(results: dict) -> dict:
     return results
 
 
-# --- the bundles -------------------------------------------------------------------------------
-
-
-def test_notebooks_are_picked_by_name_or_number():
-    assert autograder.pick_notebooks(["01", "03_attention", "01_patches"]) == [
-        "01_patches", "03_attention",
-    ]  # fmt: skip
-    assert autograder.pick_notebooks(None)[0] == "01_patches"
-    with pytest.raises(ValueError, match=r"--notebooks: 00 is not a course notebook.*01_patches"):
-        autograder.pick_notebooks(["00"])
+# --- points.json -------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -101,86 +90,6 @@ def test_a_wrong_points_file_says_what_it_expected(tmp_path, points, said):
     path.write_text("{not json")
     with pytest.raises(ValueError, match="expected a JSON file of points"):
         autograder.read_points(path)
-
-
-def test_the_gradescope_zip(tmp_path):
-    made = autograder.build_gradescope(["01_patches", "03_attention"], tmp_path / "autograder.zip")
-    with zipfile.ZipFile(made) as bundle:
-        names = set(bundle.namelist())
-        modes = {i.filename: i.external_attr >> 16 for i in bundle.infolist()}
-        bundle.extractall(tmp_path / "source")
-    # Gradescope runs setup.sh and run_autograder from the zip's top: both executable.
-    for script in ("setup.sh", "run_autograder"):
-        assert script in names and modes[script] & stat.S_IXUSR, script
-    assert {"install.sh", "points.json", "edition.json", "course/pyproject.toml",
-            "course/constraints.txt", "course/vitcourse/classroom/autograder.py",
-            "course/data/FashionMNIST/raw/t10k-images-idx3-ubyte.gz"} <= names  # fmt: skip
-    assert not any("__pycache__" in n for n in names)
-    points = json.loads((tmp_path / "source" / "points.json").read_text())
-    assert points == {"01_patches": {"patchify": 1, "unpatchify": 1},
-                      "03_attention": {"attention": 1, "MultiHeadSelfAttention": 1}}  # fmt: skip
-    assert autograder.read_points(tmp_path / "source" / "points.json") == points
-    edition = json.loads((tmp_path / "source" / "edition.json").read_text())
-    assert edition["version"] and edition["commit"]  # the tests run in a checkout
-    setup = (tmp_path / "source" / "setup.sh").read_text()
-    assert "bubblewrap" in setup and "util-linux" in setup and "--python 3.11" in setup
-
-
-def test_the_prairielearn_folder(tmp_path):
-    out = autograder.build_prairielearn(["03_attention"], tmp_path / "grader", "me/grader:1")
-    assert "\nFROM python:3.11-slim" in (out / "Dockerfile").read_text()
-    assert os.access(out / "entrypoint", os.X_OK) and (out / "course" / "vitcourse").is_dir()
-    question = out / "questions" / "vitcourse_03_attention"
-    info = json.loads((question / "info.json").read_text())
-    assert info["gradingMethod"] == "External" and info["type"] == "v3"
-    options = info["externalGradingOptions"]
-    assert options["enabled"] and options["image"] == "me/grader:1"
-    assert options["entrypoint"] == "/usr/local/bin/vitcourse-grade-prairielearn"
-    assert 0 < options["timeout"] <= 600  # PrairieLearn's most
-    # a notebook that takes all its time still leaves the checks some of PrairieLearn's
-    limits = autograder.PRAIRIELEARN_LIMITS
-    assert (
-        limits.notebook + KERNEL_SECONDS + STARTUP_SECONDS + 2 * limits.check < options["timeout"]
-    )
-    assert 'file-names="03_attention.ipynb"' in (question / "question.html").read_text()
-    assert json.loads((question / "tests" / "points.json").read_text()) == {
-        "03_attention": {"attention": 1, "MultiHeadSelfAttention": 1}
-    }
-    # the same question gets the same uuid each time (a course's questions must differ)
-    again = autograder.build_prairielearn(["03_attention"], tmp_path / "again", "me/grader:1")
-    assert json.loads((again / "questions/vitcourse_03_attention/info.json").read_text()) == info
-    with pytest.raises(FileExistsError, match="expected a new or empty folder"):
-        autograder.build_prairielearn(["03_attention"], out, "me/grader:1")
-
-
-def test_the_scripts_pass_shellcheck(tmp_path):
-    if shutil.which("shellcheck") is None:
-        if os.environ.get("CI"):
-            pytest.fail("shellcheck is not installed (.ci/run installs it)")
-        pytest.skip("shellcheck is not installed (Debian: apt install shellcheck)")
-    files = autograder.FILES
-    scripts = [files / "install.sh", files / "gradescope" / "setup.sh",
-               files / "gradescope" / "run_autograder", files / "prairielearn" / "entrypoint"]  # fmt: skip
-    done = subprocess.run(["shellcheck", "--shell=bash", *map(str, scripts)], capture_output=True,
-                          text=True)  # fmt: skip
-    assert done.returncode == 0, done.stdout
-
-
-@pytest.mark.slow
-def test_install_sh_resolves_against_this_environment(tmp_path):
-    """setup.sh's and the Dockerfile's pip part, as a dry run here: the edition's constraints,
-    requirements.txt and the bundled course resolve together, and the data lands for all users
-    (apt and Python 3.11 itself are the platforms' part: shellcheck reads those lines)."""
-    made = autograder.build_gradescope(["01_patches"], tmp_path / "autograder.zip")
-    with zipfile.ZipFile(made) as bundle:
-        bundle.extractall(tmp_path / "source")
-    data = tmp_path / "data"
-    done = subprocess.run(["bash", str(tmp_path / "source" / "install.sh"), sys.executable,
-                           str(data), "--dry-run"], capture_output=True, text=True)  # fmt: skip
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "Would install" in done.stdout and "vitcourse-" in done.stdout
-    assert (data / "FashionMNIST" / "raw").is_dir() and (data / "edition.json").exists()
-    assert all(p.stat().st_mode & 0o004 for p in data.rglob("*"))
 
 
 # --- results.json ------------------------------------------------------------------------------
@@ -337,8 +246,8 @@ def graded(tmp_path_factory):
     need_sandbox()
     need_root()
     tmp = tmp_path_factory.mktemp("platforms")
-    bundle = autograder.build_gradescope(["01_patches"], tmp / "autograder.zip")
-    folder = autograder.build_prairielearn(["01_patches"], tmp / "grader", "me/vitcourse:1")
+    bundle = bundles.build_gradescope(["01_patches"], tmp / "autograder.zip")
+    folder = bundles.build_prairielearn(["01_patches"], tmp / "grader", "me/vitcourse:1")
     runs = {}
     for kind, isolation in (("honest", "auto"), ("wrong", "own-user"), ("hostile", "own-user"),
                             ("hostile", "bubblewrap"), ("borrowed", "own-user")):  # fmt: skip
@@ -388,12 +297,6 @@ def test_a_hostile_submission_neither_reads_the_grader_nor_writes_its_score(grad
     assert SECRET not in found["text"]
     assert not processes_with(MARKER)  # its daemon did not outlive the grading
     assert json.loads(found["text"]) == results  # and did not write results.json since
-
-
-def test_a_bundle_needs_the_course_s_clone(tmp_path, monkeypatch):
-    monkeypatch.setattr(autograder, "COURSE", tmp_path)
-    with pytest.raises(FileNotFoundError, match="made from a clone of the course.*pyproject.toml"):
-        autograder.build_gradescope(["01_patches"], tmp_path / "autograder.zip")
 
 
 def test_a_grader_that_fails_still_writes_results(tmp_path, capsys):
@@ -478,7 +381,7 @@ def test_a_job_out_of_the_platforms_time_still_gets_its_results(tmp_path):
     nb = json.loads(json.dumps(NB01))
     nb["cells"].insert(3, {"cell_type": "code", "metadata": {}, "outputs": [],
                            "execution_count": None, "source": slow})  # fmt: skip
-    folder = autograder.build_prairielearn(["01_patches"], tmp_path / "grader", "me/x:1")
+    folder = bundles.build_prairielearn(["01_patches"], tmp_path / "grader", "me/x:1")
     root = tmp_path / "job"
     shutil.copytree(folder / "questions" / "vitcourse_01_patches" / "tests", root / "tests")
     _write(nb, root / "student" / "01_patches.ipynb")

@@ -8,7 +8,8 @@
     grade_solutions  the package the probe sees: the course's solutions left out
     gradebook        the journal written as grading goes, grades.csv, gradebook.csv, reports
     autograder       the grader as a Gradescope autograder and a PrairieLearn external grader
-    platforms        one graded submission as each platform's results.json
+    bundles          what a teacher uploads: Gradescope's zip, PrairieLearn's grader folder
+    platforms        what differs from one platform to the next (`PLATFORMS`), its results.json
     sandbox          each step run apart, with limits: time, memory, processes, files
     sandbox_bubblewrap  what bubblewrap's sandbox sees: no network, none of your files
     sandbox_memory   shared memory held to the memory limit where no cgroup counts it

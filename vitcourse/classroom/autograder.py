@@ -4,12 +4,9 @@ external grader.
     python -m vitcourse.classroom.autograder gradescope --notebooks 01 03 --out autograder.zip
     python -m vitcourse.classroom.autograder prairielearn --notebooks 03 --out grader/
 
-The first makes the zip Gradescope's "Autograder" upload takes (`setup.sh`, `run_autograder`); the
-second a folder to build PrairieLearn's grader image from (`Dockerfile`, `entrypoint`) with an
-example question for each notebook (`questions/`). Both hold the course itself at this edition
-(its package, data, requirements and `constraints.txt`), `install.sh`, which installs it, and
-`points.json`, the points of each exercise (1 by default), which a teacher may edit. Their scripts
-are in `vitcourse/classroom/platform_files/`.
+make the bundle a teacher uploads (`vitcourse.classroom.bundles`). What differs from one platform
+to the next is one entry of `vitcourse.classroom.platforms.PLATFORMS`: where a submission is, the
+points file, the results' shape, the time limits and budget.
 
 In the platform's container, for each submission, the scripts call
 
@@ -18,7 +15,7 @@ In the platform's container, for each submission, the scripts call
 
 which grade each notebook found as `python -m vitcourse.grade` does
 (`vitcourse.classroom.grading.grade_notebook`) and write the platform's `results.json`
-(`vitcourse.classroom.platforms`). The student's code runs in bubblewrap's sandbox where the
+(`PLATFORMS[name].results`). The student's code runs in bubblewrap's sandbox where the
 container allows it, else as a user of its own (`vitcourse.classroom.sandbox.OWN_USER`), and the
 results say which. Before any of it runs, the platform's folder (the grader's files, the results)
 is closed to every user but root, and so, for a user of its own, is the installed package with
@@ -32,139 +29,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-import zipfile
 from pathlib import Path
 
-import vitcourse
-from vitcourse.classroom import platforms, sandbox
+from vitcourse.classroom import bundles, platforms, sandbox
 from vitcourse.classroom.grade import notebooks_in, read_submission, speak
 from vitcourse.classroom.gradebook import NOT_HANDED_IN, Grade
-from vitcourse.classroom.grading import exercises_by_notebook, grade_notebook, match_notebook
+from vitcourse.classroom.grading import exercises_by_notebook, grade_notebook
+from vitcourse.classroom.platforms import PLATFORMS
 from vitcourse.classroom.sandbox import Limits
 from vitcourse.classroom.sandbox_bubblewrap import package_dir
 from vitcourse.language import LANGUAGES, _
-
-FILES = Path(__file__).resolve().parent / "platform_files"
-COURSE = package_dir().parent  # the checkout the bundles copy the course from
-SCRIPTS = ("install.sh", "setup.sh", "run_autograder", "entrypoint")  # executable in the bundles
-COURSE_FILES = ("pyproject.toml", "README.md", "requirements.txt", "constraints.txt", "LICENSE")
-PLATFORMS = {  # where each platform puts the submission, and the environment variable that moves it
-    "gradescope": ("/autograder", "VITCOURSE_GRADESCOPE_ROOT"),
-    "prairielearn": ("/grade", "VITCOURSE_PRAIRIELEARN_ROOT"),
-}
-# PrairieLearn kills a grading job after its question's timeout, at most 600 s, and then shows no
-# results. The notebook's limits are shorter there, and the grader writes results.json itself when
-# its budget is spent, 30 s before the timeout: what is not graded by then is a `timeout`.
-PRAIRIELEARN_TIMEOUT = 600
-PRAIRIELEARN_BUDGET = PRAIRIELEARN_TIMEOUT - 30
-PRAIRIELEARN_LIMITS = Limits(notebook=240, cell=90, check=20)
-
-
-# --- the bundles -------------------------------------------------------------------------------
-
-
-def pick_notebooks(asked: list[str] | None) -> list[str]:
-    """Course notebooks from names or numbers (`01`, `03_attention`); all with exercises if none."""
-    if not asked:
-        return list(exercises_by_notebook())
-    found = {a: match_notebook(a if a.endswith(".ipynb") else a + ".ipynb") for a in asked}
-    unknown = [a for a, notebook in found.items() if notebook is None]
-    if unknown:
-        raise ValueError(
-            f"--notebooks: {', '.join(unknown)} is not a course notebook with exercises; "
-            f"expected one of {', '.join(exercises_by_notebook())} (or its number)"
-        )
-    return list(dict.fromkeys(found.values()))
-
-
-def copy_course(target: Path) -> dict:
-    """The course at this edition into `target`: the package (no caches), the data, what installs
-    it. Returns the edition: the package's version and, from a git checkout, its commit."""
-    from vitcourse.environment import default_root
-
-    missing = [n for n in ("pyproject.toml", "requirements.txt", "constraints.txt")
-               if not (COURSE / n).exists()]  # fmt: skip
-    if missing or not default_root().is_dir():
-        raise FileNotFoundError(
-            f"the bundles are made from a clone of the course (git clone "
-            f"https://github.com/vitcourse/vitcourse), with its data; {COURSE} has no "
-            f"{', '.join(missing) or 'data folder at ' + str(default_root())}"
-        )
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    shutil.copytree(package_dir(), target / "vitcourse", ignore=ignore)
-    shutil.copytree(default_root(), target / "data", ignore=ignore)
-    for name in COURSE_FILES:
-        if (COURSE / name).exists():
-            shutil.copy2(COURSE / name, target / name)
-    edition = {"version": vitcourse.__version__, "commit": None}
-    git = ["git", "-C", str(COURSE)]
-    try:
-        commit = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True,
-                                text=True, check=True).stdout.strip()  # fmt: skip
-        changed = subprocess.run([*git, "status", "--porcelain", "--", "vitcourse", "data"],
-                                 capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
-        edition["commit"] = commit + (" with local changes" if changed else "")
-    except (OSError, subprocess.CalledProcessError):
-        pass  # an installed course, not a checkout
-    return edition
-
-
-def _common(target: Path, notebooks: list[str]) -> None:
-    """What both bundles hold: the course, install.sh, points.json and the edition."""
-    edition = copy_course(target / "course")
-    shutil.copy2(FILES / "install.sh", target / "install.sh")
-    points = {nb: {name: 1 for name in exercises_by_notebook()[nb]} for nb in notebooks}
-    (target / "points.json").write_text(json.dumps(points, indent=2) + "\n")
-    (target / "edition.json").write_text(json.dumps(edition) + "\n")
-
-
-def build_gradescope(notebooks: list[str], out: Path) -> Path:
-    """The zip for Gradescope's autograder upload: setup.sh and run_autograder at its top."""
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
-        _common(folder, notebooks)
-        for name in ("setup.sh", "run_autograder"):
-            shutil.copy2(FILES / "gradescope" / name, folder / name)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as bundle:
-            for path in sorted(folder.rglob("*")):
-                if path.is_file():
-                    info = zipfile.ZipInfo.from_file(path, path.relative_to(folder).as_posix())
-                    info.external_attr = (0o755 if path.name in SCRIPTS else 0o644) << 16
-                    bundle.writestr(info, path.read_bytes(), zipfile.ZIP_DEFLATED)
-    return out
-
-
-def build_prairielearn(notebooks: list[str], out: Path, image: str) -> Path:
-    """A folder to build the grader's image from, and an example question per notebook."""
-    if out.exists() and any(out.iterdir()):
-        raise FileExistsError(
-            f"--out: expected a new or empty folder, got {out}, which holds files"
-        )
-    out.mkdir(parents=True, exist_ok=True)
-    _common(out, notebooks)
-    for name in ("Dockerfile", "entrypoint"):
-        shutil.copy2(FILES / "prairielearn" / name, out / name)
-    for name in ("install.sh", "entrypoint"):
-        (out / name).chmod(0o755)  # whatever the installed package's copies kept
-    for notebook in notebooks:
-        question = out / "questions" / f"vitcourse_{notebook}"
-        (question / "tests").mkdir(parents=True)
-        (question / "info.json").write_text(
-            json.dumps(platforms.question_info(notebook, image, PRAIRIELEARN_TIMEOUT), indent=2)
-            + "\n"
-        )
-        (question / "question.html").write_text(platforms.question_html(notebook))
-        points = {notebook: {name: 1 for name in exercises_by_notebook()[notebook]}}
-        (question / "tests" / "points.json").write_text(json.dumps(points, indent=2) + "\n")
-    return out
-
 
 # --- grading in the platform's container -------------------------------------------------------
 
@@ -181,15 +59,20 @@ def read_points(path: Path) -> dict[str, dict[str, float]]:
         raise ValueError(f"{path}: expected {{notebook: {{exercise: points}}}}, got {points!r:.80}")
     for notebook, marks in points.items():
         if notebook not in known or not isinstance(marks, dict):
-            raise ValueError(f"{path}: {notebook!r} is not a notebook with exercises "
-                             f"({', '.join(known)}), or its value is not {{exercise: points}}")  # fmt: skip
+            raise ValueError(
+                f"{path}: {notebook!r} is not a notebook with exercises "
+                f"({', '.join(known)}), or its value is not {{exercise: points}}"
+            )
         for name, value in marks.items():
             if name not in known[notebook]:
-                raise ValueError(f"{path}: {notebook} has no exercise {name!r} "
-                                 f"(it has {', '.join(known[notebook])})")  # fmt: skip
+                raise ValueError(
+                    f"{path}: {notebook} has no exercise {name!r} "
+                    f"(it has {', '.join(known[notebook])})"
+                )
             if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-                raise ValueError(f"{path}: {notebook} {name}: expected points (0 or more), "
-                                 f"got {value!r}")  # fmt: skip
+                raise ValueError(
+                    f"{path}: {notebook} {name}: expected points (0 or more), got {value!r}"
+                )
     return points
 
 
@@ -217,8 +100,9 @@ def choose_isolation(wanted: str = "auto") -> tuple[str, str]:
         why = f"{why}; {refused}"
     elif wanted in ("auto", "own-user"):
         why = f"{why}; a user of its own needs a grader run as root"
-    raise RuntimeError(_("the grader cannot keep the student's code apart here: {why}")
-                       .format(why=why))  # fmt: skip
+    raise RuntimeError(
+        _("the grader cannot keep the student's code apart here: {why}").format(why=why)
+    )
 
 
 def close_grader_files(root: Path, how: str) -> tuple[list[str], str]:
@@ -234,16 +118,22 @@ def close_grader_files(root: Path, how: str) -> tuple[list[str], str]:
         installed.chmod(0o700)  # a copy without the solutions is what a command imports
         closed.append(_("{path} (the course's solutions)").format(path=installed))
     elif how == sandbox.OWN_USER:
-        warning = _("the course's package at {path} is a source checkout, left readable: an "
-                    "answer could read the solutions there")  # fmt: skip
+        warning = _(
+            "the course's package at {path} is a source checkout, left readable: an "
+            "answer could read the solutions there"
+        )
         warning = "; " + warning.format(path=installed)
     return closed, warning
 
 
 def grade_submission(
-    folder: Path, points: dict, limits: Limits, how: str,
-    grades: list[Grade] | None = None, files: dict[str, str] | None = None,
-) -> tuple[list[Grade], list[str], dict[str, str]]:  # fmt: skip
+    folder: Path,
+    points: dict,
+    limits: Limits,
+    how: str,
+    grades: list[Grade] | None = None,
+    files: dict[str, str] | None = None,
+) -> tuple[list[Grade], list[str], dict[str, str]]:
     """Grade the notebooks of `points` found in one student's `folder`: (grades, what was not
     graded and why, {notebook: the file graded as it}). `grades` and `files`, when given, are
     filled as each notebook is done (what a deadline finds there is graded)."""
@@ -263,54 +153,73 @@ def grade_submission(
             newest = max(copies[notebook], key=lambda p: p.lstat().st_mtime)
             files[notebook] = str(newest.relative_to(folder))
             older = _("{path}: an older copy of {notebook}")
-            skipped += [older.format(path=p.relative_to(folder), notebook=notebook)
-                        for p in copies[notebook] if p != newest]  # fmt: skip
+            skipped += [
+                older.format(path=p.relative_to(folder), notebook=notebook)
+                for p in copies[notebook]
+                if p != newest
+            ]
             try:
                 data = read_submission(newest)
             except OSError as e:
                 why = _("{file} could not be read: {error}").format(file=newest.name, error=e)
                 grades += [Grade("student", notebook, n, "error", why) for n in names]
                 continue
-            grades += grade_notebook("student", notebook, data, work / "out", limits,
-                                     isolation=how, work=work)  # fmt: skip
+            grades += grade_notebook(
+                "student", notebook, data, work / "out", limits, isolation=how, work=work
+            )
     finally:
         sandbox.remove_tree(work)
     return grades, skipped, files
 
 
+def not_graded(grades: list[Grade], points: dict, budget: float) -> list[Grade]:
+    """The exercises of `points` that `grades` do not hold yet, each a `timeout` of the budget."""
+    done = {(g.notebook, g.exercise) for g in grades}
+    why = _("the grading ran past the {seconds:.0f} s the platform gives it")
+    why = why.format(seconds=budget)
+    return [
+        Grade("student", notebook, name, "timeout", why)
+        for notebook in points
+        for name in exercises_by_notebook()[notebook]
+        if (notebook, name) not in done
+    ]
+
+
 def grade_on(
-    platform: str, root: Path, points_path: Path, limits: Limits, isolation: str = "auto",
+    platform: str,
+    root: Path,
+    points_path: Path,
+    limits: Limits,
+    isolation: str = "auto",
     budget: float | None = None,
-) -> int:  # fmt: skip
+) -> int:
     """Grade one submission in the platform's layout under `root` and write its results.json,
     whatever happens; 0 when the grading ran, 1 when the grader itself failed. `budget`: the
     seconds the platform gives the job; when they run out, the exercises not yet graded are a
     `timeout`, results.json is written, and the process ends (its sandboxes die with it)."""
     start, lock = time.monotonic(), threading.Lock()
     results, written = root / "results", []
-    now = {"grades": [], "files": {}, "points": {}, "isolation": "", "closed": []}
+    now = {"grades": [], "points": {}, "skipped": [], "isolation": "", "closed": [], "files": {}}
+
+    def so_far(**changes) -> platforms.Run:  # the run as it stands now, with `changes`
+        seconds = time.monotonic() - start
+        return platforms.Run(
+            **(now | {"edition": platforms.edition(), "seconds": seconds} | changes)
+        )
 
     def finish(ran: platforms.Run) -> bool:  # the first to come writes results.json
         with lock:
             if written:
                 return False
             written.append(ran)
-        made = (
-            platforms.gradescope(ran) if platform == "gradescope" else platforms.prairielearn(ran)
-        )
-        platforms.write_json(made, results / "results.json")
+        platforms.write_json(PLATFORMS[platform].results(ran), results / "results.json")
         print(platforms.summary(ran), flush=True)
         return True
 
     def out_of_time() -> None:
-        done = {(g.notebook, g.exercise) for g in now["grades"]}
-        why = _("the grading ran past the {seconds:.0f} s the platform gives it")
-        why = why.format(seconds=budget)
-        pending = [Grade("student", nb, name, "timeout", why) for nb in now["points"]
-                   for name in exercises_by_notebook()[nb] if (nb, name) not in done]  # fmt: skip
-        if finish(platforms.Run(list(now["grades"]) + pending, now["points"], [], now["isolation"],
-                                now["closed"], platforms.edition(), time.monotonic() - start,
-                                files=dict(now["files"]))):  # fmt: skip
+        grades = list(now["grades"]) + not_graded(now["grades"], now["points"], budget)
+        files = dict(now["files"])
+        if finish(so_far(grades=grades, skipped=[], files=files)):
             from vitcourse.classroom.sandbox_user import clear_up_all
 
             clear_up_all()  # bubblewrap's sandboxes die with the grader; a user of its own does not
@@ -326,15 +235,14 @@ def grade_on(
         how, isolation = choose_isolation(isolation)
         closed, warning = close_grader_files(root, how)
         now["isolation"], now["closed"] = isolation + warning, closed
-        folder = root / ("submission" if platform == "gradescope" else "student")
-        grades, skipped, files = grade_submission(folder, points, limits, how, now["grades"],
-                                                  now["files"])  # fmt: skip
-        ran = platforms.Run(grades, points, skipped, isolation + warning, closed, platforms.edition(),
-                            time.monotonic() - start, files=files)  # fmt: skip
-        status = 0
+        folder = root / PLATFORMS[platform].submission
+        _, now["skipped"], _ = grade_submission(
+            folder, points, limits, how, now["grades"], now["files"]
+        )
+        ran, status = so_far(), 0
     except Exception as e:  # noqa: BLE001 - the grader's fault, said in the results
-        ran = platforms.Run([], {}, [], "", [], {}, time.monotonic() - start,
-                            failed=f"{type(e).__name__}: {e}")  # fmt: skip
+        failed = f"{type(e).__name__}: {e}"
+        ran = platforms.Run([], {}, [], "", [], {}, time.monotonic() - start, failed=failed)
         status = 1
     finish(ran)
     return status
@@ -346,53 +254,64 @@ def _parser() -> argparse.ArgumentParser:
         description="The course's grader for Gradescope and PrairieLearn.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    for name, what in (("gradescope", "the zip for Gradescope's autograder upload"),
-                       ("prairielearn", "PrairieLearn's grader image folder and questions")):  # fmt: skip
-        build = commands.add_parser(name, help=f"make {what}")
+    for name, platform in PLATFORMS.items():
+        build = commands.add_parser(name, help=f"make {platform.about}")
         build.add_argument("--notebooks", nargs="*", help="names or numbers (default: all)")
-        default = "autograder.zip" if name == "gradescope" else "grader"
-        build.add_argument("--out", type=Path, default=Path(default), help=f"({default})")
-        if name == "prairielearn":
-            build.add_argument("--image", default=f"vitcourse-grader:{vitcourse.__version__}",
-                               help="the image's name as PrairieLearn will pull it")  # fmt: skip
-    for name, (where, variable) in PLATFORMS.items():
-        grade = commands.add_parser(f"grade-{name}", help=f"grade one submission in {where}")
-        grade.add_argument("--root", type=Path, default=Path(os.environ.get(variable, where)))
+        build.add_argument("--out", type=Path, default=Path(platform.bundle), help=platform.bundle)
+        if platform.image:
+            build.add_argument(
+                "--image", default=platform.image, help="the image's name as the platform pulls it"
+            )
+    for name, platform in PLATFORMS.items():
+        grade = commands.add_parser(
+            f"grade-{name}", help=f"grade one submission in {platform.root}"
+        )
+        root = os.environ.get(platform.variable, platform.root)
+        grade.add_argument("--root", type=Path, default=Path(root))
         grade.add_argument("--default-points", type=Path, help="points.json if the root has none")
         grade.add_argument("--timeout", type=float, help="seconds per notebook")
-        grade.add_argument("--budget", type=float, help="seconds the platform gives the job: then "
-                           "results.json is written, what is not graded a timeout"
-                           + (f" ({PRAIRIELEARN_BUDGET:.0f})" if name == "prairielearn" else ""))  # fmt: skip
-        grade.add_argument("--isolation", default="auto",
-                           choices=("auto", "bubblewrap", "own-user", "none"),
-                           help="auto: bubblewrap's sandbox, else a user of its own (root only); "
-                           "none: a trial on your own files only")  # fmt: skip
-        grade.add_argument("--language", help="the language of the results: "
-                           f"{' or '.join(LANGUAGES)} (default: VITCOURSE_LANG's, else en)")  # fmt: skip
+        budget = f" ({platform.budget:.0f})" if platform.budget else ""
+        grade.add_argument(
+            "--budget",
+            type=float,
+            help="seconds the platform gives the job: then results.json is written, what is not "
+            f"graded a timeout{budget}",
+        )
+        grade.add_argument(
+            "--isolation",
+            default="auto",
+            choices=("auto", "bubblewrap", "own-user", "none"),
+            help="auto: bubblewrap's sandbox, else a user of its own (root only); none: a trial on "
+            "your own files only",
+        )
+        grade.add_argument(
+            "--language",
+            help=f"the language of the results: {' or '.join(LANGUAGES)} (default: "
+            "VITCOURSE_LANG's, else en)",
+        )
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    if args.command in ("gradescope", "prairielearn"):
-        notebooks = pick_notebooks(args.notebooks)
-        if args.command == "gradescope":
-            made = build_gradescope(notebooks, args.out)
-        else:
-            made = build_prairielearn(notebooks, args.out, args.image)
+    if args.command in PLATFORMS:
+        notebooks = bundles.pick_notebooks(args.notebooks)
+        options = {"image": args.image} if PLATFORMS[args.command].image else {}
+        made = bundles.BUILDERS[args.command](notebooks, args.out, **options)
         print(f"{made}: {', '.join(notebooks)} (next steps: docs/teachers.md)")
         return 0
     speak(parser, args.language)  # the results, and the sandboxes, in that language
-    platform = args.command.removeprefix("grade-")
-    root = args.root
-    own = root / ("source/points.json" if platform == "gradescope" else "tests/points.json")
+    platform = PLATFORMS[args.command.removeprefix("grade-")]
+    own = args.root / platform.points
     points = own if own.exists() or args.default_points is None else args.default_points
-    limits = Limits() if platform == "gradescope" else PRAIRIELEARN_LIMITS
+    limits = platform.limits
     if args.timeout:
         limits = Limits(args.timeout, limits.cell, limits.check, limits.memory_gb)
-    budget = args.budget or (PRAIRIELEARN_BUDGET if platform == "prairielearn" else None)
-    return grade_on(platform, root, points, limits, args.isolation, budget)
+    budget = args.budget or platform.budget
+    return grade_on(
+        args.command.removeprefix("grade-"), args.root, points, limits, args.isolation, budget
+    )
 
 
 if __name__ == "__main__":

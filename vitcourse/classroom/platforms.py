@@ -1,5 +1,5 @@
-"""One graded submission as Gradescope's and PrairieLearn's results.json, and PrairieLearn's
-example question.
+"""The grading platforms: what differs from one to the next (`PLATFORMS`), and one graded
+submission as Gradescope's and PrairieLearn's results.json.
 
 `vitcourse.classroom.autograder` grades a submission in the platform's container and hands the
 grades here (`Run`). Each exercise becomes one test with its points from points.json, and its
@@ -23,23 +23,28 @@ from __future__ import annotations
 
 import json
 import os
-import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import vitcourse
 from vitcourse.classroom.gradebook import NOT_HANDED_IN, Grade, one_line, printable
+from vitcourse.classroom.sandbox import Limits
 from vitcourse.language import N_, _
 
 ISOLATION = {  # shown through `_` (`vitcourse.classroom.autograder.choose_isolation`)
-    "bubblewrap": N_("each step ran in bubblewrap's sandbox: no network, none of the grader's "
-                     "files, its own /tmp, with limits on time, memory, processes and output"),
-    "own user": N_("each step ran as a user of its own, without a sandbox (the container allows "
-                   "none): it could not read the grader's files nor write the results, and ran "
-                   "under the same limits on time, memory, processes and output; what it left "
-                   "running was killed. The network was not cut off by the grader"),
+    "bubblewrap": N_(
+        "each step ran in bubblewrap's sandbox: no network, none of the grader's "
+        "files, its own /tmp, with limits on time, memory, processes and output"
+    ),
+    "own user": N_(
+        "each step ran as a user of its own, without a sandbox (the container allows "
+        "none): it could not read the grader's files nor write the results, and ran "
+        "under the same limits on time, memory, processes and output; what it left "
+        "running was killed. The network was not cut off by the grader"
+    ),
     "none": N_("no isolation: the student's code ran with the grader's rights"),
-}  # fmt: skip
+}
 OUTPUT_CHARS = 4_000  # of one test's output: PrairieLearn takes at most 1 MB for the whole file
 
 
@@ -62,8 +67,11 @@ class Run:
 
     def __post_init__(self):
         missing = _(NOT_HANDED_IN)
-        self.handed_in = [nb for nb in self.points
-                          if any(g.notebook == nb and g.hint != missing for g in self.grades)]  # fmt: skip
+        self.handed_in = [
+            nb
+            for nb in self.points
+            if any(g.notebook == nb and g.hint != missing for g in self.grades)
+        ]
 
 
 def points_of(run: Run, grade: Grade) -> tuple[float, float]:
@@ -82,16 +90,27 @@ def feedback(grade: Grade) -> str:
 def summary(run: Run) -> str:
     """The whole run in a few lines: score, notebooks, isolation, what was skipped, edition."""
     if run.failed:
-        why = _("The grader could not grade this submission (its fault, not yours): {why}. Your "
-                "teacher has been shown this message.")  # fmt: skip
+        why = _(
+            "The grader could not grade this submission (its fault, not yours): {why}. Your "
+            "teacher has been shown this message."
+        )
         return why.format(why=printable(run.failed)[:500])
     earned = sum(points_of(run, g)[0] for g in run.grades)
     possible = sum(points_of(run, g)[1] for g in run.grades)
-    score = _("{earned:g} of {possible:g} points: {passed} of {total} exercises passed in "
-              "{seconds:.0f} s.")  # fmt: skip
+    score = _(
+        "{earned:g} of {possible:g} points: {passed} of {total} exercises passed in "
+        "{seconds:.0f} s."
+    )
     passed = sum(g.status == "passed" for g in run.grades)
-    lines = [score.format(earned=earned, possible=possible, passed=passed,
-                          total=len(run.grades), seconds=run.seconds)]  # fmt: skip
+    lines = [
+        score.format(
+            earned=earned,
+            possible=possible,
+            passed=passed,
+            total=len(run.grades),
+            seconds=run.seconds,
+        )
+    ]
     missing = [nb for nb in run.points if nb not in run.handed_in]
     graded = [printable(run.files.get(nb, f"{nb}.ipynb")) for nb in run.handed_in]
     graded = [
@@ -100,8 +119,10 @@ def summary(run: Run) -> str:
     ]
     lines.append(_("Graded: {files}").format(files=", ".join(graded) or _("nothing")))
     if missing:
-        where = _("Not found in your submission: {files} (a file is matched by its name or its "
-                  "two-digit number)")  # fmt: skip
+        where = _(
+            "Not found in your submission: {files} (a file is matched by its name or its "
+            "two-digit number)"
+        )
         lines.append(where.format(files=", ".join(f"{nb}.ipynb" for nb in missing)))
     lines += [_("Not graded: {what}").format(what=printable(s)) for s in run.skipped[:20]]
     lines.append(_("Isolation: {isolation}.").format(isolation=run.isolation))
@@ -109,8 +130,11 @@ def summary(run: Run) -> str:
         closed = _("Closed to the student's code: {paths}.")
         lines.append(closed.format(paths=", ".join(run.closed)))
     version, commit = run.edition.get("version", "?"), run.edition.get("commit")
-    by = (_("Graded by vitcourse {version}, commit {commit}.") if commit
-          else _("Graded by vitcourse {version}."))  # fmt: skip
+    by = (
+        _("Graded by vitcourse {version}, commit {commit}.")
+        if commit
+        else _("Graded by vitcourse {version}.")
+    )
     lines.append(by.format(version=version, commit=commit))
     return "\n".join(lines)
 
@@ -121,13 +145,18 @@ def gradescope(run: Run) -> dict:
     for g in run.grades:
         earned, possible = points_of(run, g)
         same = [h for h in run.grades if h.notebook == g.notebook]
-        tests.append({
-            "name": f"{g.notebook}: {g.exercise}",
-            "number": f"{notebooks.index(g.notebook) + 1}.{same.index(g) + 1}",
-            "score": earned, "max_score": possible,
-            "status": "passed" if g.status == "passed" else "failed",
-            "output": feedback(g), "tags": [g.notebook], "visibility": "visible",
-        })  # fmt: skip
+        tests.append(
+            {
+                "name": f"{g.notebook}: {g.exercise}",
+                "number": f"{notebooks.index(g.notebook) + 1}.{same.index(g) + 1}",
+                "score": earned,
+                "max_score": possible,
+                "status": "passed" if g.status == "passed" else "failed",
+                "output": feedback(g),
+                "tags": [g.notebook],
+                "visibility": "visible",
+            }
+        )
     return {
         "score": sum(t["score"] for t in tests),
         "execution_time": round(run.seconds),
@@ -146,13 +175,18 @@ def prairielearn(run: Run) -> dict:
     tests = []
     for g in run.grades:
         earned, possible = points_of(run, g)
-        tests.append({
-            "name": f"{g.notebook}: {g.exercise}",
-            "description": _("{exercise}, the exercise of {notebook}.ipynb, on the check's inputs")
-            .format(exercise=g.exercise, notebook=g.notebook),
-            "points": earned, "max_points": possible,
-            "message": _(g.status), "output": feedback(g),
-        })  # fmt: skip
+        tests.append(
+            {
+                "name": f"{g.notebook}: {g.exercise}",
+                "description": _(
+                    "{exercise}, the exercise of {notebook}.ipynb, on the check's inputs"
+                ).format(exercise=g.exercise, notebook=g.notebook),
+                "points": earned,
+                "max_points": possible,
+                "message": _(g.status),
+                "output": feedback(g),
+            }
+        )
     possible = sum(t["max_points"] for t in tests)
     text = summary(run)
     return {
@@ -175,50 +209,65 @@ def edition() -> dict:
         return {"version": vitcourse.__version__, "commit": None}
 
 
-# --- PrairieLearn's question ----------------------------------------------------------------
-
-
-def question_info(notebook: str, image: str, timeout: int) -> dict:
-    """A PrairieLearn question's info.json: graded externally, by `image`, within `timeout` s; its
-    uuid is derived from the image and the notebook (the same on every build)."""
-    return {
-        "uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"vitcourse/{image}/{notebook}")),
-        "title": _("vitcourse notebook {notebook}").format(notebook=notebook),
-        "topic": "Vision Transformers",
-        "tags": ["vitcourse"],
-        "type": "v3",
-        "singleVariant": True,
-        "gradingMethod": "External",
-        "externalGradingOptions": {
-            "enabled": True,
-            "image": image,
-            "entrypoint": "/usr/local/bin/vitcourse-grade-prairielearn",
-            "timeout": timeout,
-        },
-    }
-
-
-def question_html(notebook: str) -> str:
-    """Its question.html: the notebook uploaded, the grader's results shown."""
-    upload = _(
-        "Upload your notebook <code>{notebook}.ipynb</code>. Its exercises are run on the\n"
-        "  course's checks, with inputs you have not seen; each says what it found."
-    )
-    return (
-        "<pl-question-panel>\n"
-        f"  <p>{upload.format(notebook=notebook)}</p>\n"
-        "</pl-question-panel>\n\n"
-        f'<pl-file-upload file-names="{notebook}.ipynb"></pl-file-upload>\n\n'
-        "<pl-submission-panel>\n"
-        "  <pl-external-grader-results></pl-external-grader-results>\n"
-        "  <pl-file-preview></pl-file-preview>\n"
-        "</pl-submission-panel>\n"
-    )
-
-
 def write_json(results: dict, path: Path) -> None:
     """Write `results` whole or not at all (a file beside it, then renamed). Each test's output
     is at most `OUTPUT_CHARS`, so the file stays far below PrairieLearn's 1 MB (tested)."""
     temporary = path.with_name(path.name + ".partial")
     temporary.write_text(json.dumps(results, indent=1), encoding="utf-8")
     os.replace(temporary, path)
+
+
+# --- what differs from one platform to the next ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class Platform:
+    """One grading platform: where its container holds a submission, the results it reads, the
+    time it gives a job, and the bundle a teacher uploads (`vitcourse.classroom.bundles`). A third
+    platform is one more entry in `PLATFORMS`, its results' shape and its bundle."""
+
+    root: str  # where the platform puts a submission's folder in its container
+    variable: str  # the environment variable that moves the root (trials, tests)
+    submission: str  # the student's files, under the root
+    points: str  # the points file the bundle installs, under the root
+    results: Callable[[Run], dict]  # results.json in the platform's shape
+    limits: Limits  # a notebook's time limits there
+    # The seconds the platform gives a job before it kills it and shows no results; the grader
+    # writes results.json itself 30 s before (`budget`). None: no such deadline.
+    timeout: int | None
+    bundle: str  # the bundle's default name
+    about: str  # what the bundle is, for --help
+    image: str | None = None  # the grader image's default name, where the bundle names one
+
+    @property
+    def budget(self) -> float | None:
+        return None if self.timeout is None else self.timeout - 30
+
+
+PLATFORMS = {
+    "gradescope": Platform(
+        root="/autograder",
+        variable="VITCOURSE_GRADESCOPE_ROOT",
+        submission="submission",
+        points="source/points.json",
+        results=gradescope,
+        limits=Limits(),
+        timeout=None,
+        bundle="autograder.zip",
+        about="the zip for Gradescope's autograder upload",
+    ),
+    # PrairieLearn kills a grading job after its question's timeout, at most 600 s: the notebook's
+    # limits are shorter there.
+    "prairielearn": Platform(
+        root="/grade",
+        variable="VITCOURSE_PRAIRIELEARN_ROOT",
+        submission="student",
+        points="tests/points.json",
+        results=prairielearn,
+        limits=Limits(notebook=240, cell=90, check=20),
+        timeout=600,
+        bundle="grader",
+        about="PrairieLearn's grader image folder and questions",
+        image=f"vitcourse-grader:{vitcourse.__version__}",
+    ),
+}
