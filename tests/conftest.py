@@ -12,6 +12,7 @@ import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 from vitcourse.cnn import CNNConfig
+from vitcourse.training.callbacks import Callback
 from vitcourse.vit import ViTConfig
 
 # 8 x 8 grayscale images, a 2 x 2 grid of 4 x 4 patches, 3 classes: the toy task's ViT.
@@ -142,3 +143,25 @@ def need_sandbox() -> None:
     if os.environ.get("CI"):
         pytest.fail(f"this test needs the grader's sandbox: {why}", pytrace=False)
     pytest.skip(f"this test needs the grader's sandbox: {why}")
+
+
+def randomize(model):
+    """Random values in every parameter, so that equal outputs mean equal computations
+    (fresh torchvision heads are all zeros, which would make any two models agree)."""
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0, 0.2)
+    return model.eval()
+
+
+class StopAt(Callback):
+    """Press Ctrl-C at a given step (a KeyboardInterrupt, as the notebook's Stop button sends), for
+    the tests of stopping and resuming."""
+
+    def __init__(self, step):
+        self.step = step
+
+    def on_step_end(self, trainer, loss):
+        if trainer.steps_done == self.step:
+            raise KeyboardInterrupt

@@ -2,7 +2,7 @@
 
 Each is `Attempt(exercise, what, code, says)`: `code` is the learner's function or class, `says` a
 piece of the hint (or message) its check should give, in English. None of them is right, so none
-may pass: `tests/test_checks_attempts.py` runs them all, and `benchmarks/check_attempts.py` counts
+may pass: `tests/checks/test_registry_attempts.py` runs them all, and `benchmarks/check_attempts.py` counts
 how many each check catches (a wrong answer caught with a message, or an error explained), for
 the closing notes of a change to the checks.
 

@@ -463,7 +463,7 @@ def test_the_tests_mirror_the_package():
     tests = ROOT / "tests"
     files = [p for p in tests.rglob("test_*.py")]
     assert len({p.name for p in files}) == len(files)
-    subpackages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")} - {"checks"}
+    subpackages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
     for path in files:
         folder = path.parent.relative_to(tests).as_posix()
         module = path.stem.removeprefix("test_")
@@ -481,12 +481,22 @@ def test_the_tests_mirror_the_package():
             assert room in (tests / sub / test).read_text(), (room, test)
 
 
-# Rooms of the grader tested in the file of the step they serve.
+# Rooms tested in the file of the step they serve (the grader's), or through what uses them (the
+# checks' shared rooms).
 TESTED_WITH = {
+    "checks": {  # the rooms every check uses, tested through the checks
+        "harness": "test_registry.py",
+        "exercise": "test_registry.py",
+        "attention_slips": "test_attention_check.py",
+    },
     "classroom": {
         "grade_probe": "test_grade_worker.py",
-        "grade_solutions": "test_grade_worker.py", "gradebook": "test_grade.py",
-        "sandbox_memory": "test_sandbox.py", "sandbox_user": "test_sandbox.py",
-        "sandbox_bubblewrap": "test_sandbox.py", "platforms": "test_autograder.py",
+        "grade_solutions": "test_grade_worker.py",
+        "gradebook": "test_grade.py",
+        "sandbox_memory": "test_sandbox.py",
+        "sandbox_user": "test_sandbox.py",
+        "sandbox_bubblewrap": "test_sandbox.py",
+        "sandbox_watch": "test_sandbox.py",
+        "platforms": "test_autograder.py",
     },
-}  # fmt: skip
+}

@@ -1,29 +1,16 @@
-"""vitcourse.vit: the whole model, its config and presets, and equality with timm and
-torchvision."""
+"""vitcourse.vit: the whole model and its config. (The presets are tested in test_presets.py,
+the converters from timm and torchvision in test_pretrained.py.)"""
 
 import dataclasses
 
 import pytest
-import timm
 import torch
-import torchvision
 
 import vitcourse
-from tests.conftest import TINY_RGB_VIT
+from tests.conftest import TINY_RGB_VIT, randomize
 from vitcourse.embedding import sincos_2d_position_embedding
-from vitcourse.presets import PRESETS, preset, preset_for
-from vitcourse.pretrained import from_timm, from_torchvision
+from vitcourse.presets import PRESETS, preset
 from vitcourse.vit import VisionTransformer, ViTConfig, count_parameters
-
-
-def randomize(model):
-    """Random values in every parameter, so that equal outputs mean equal computations
-    (fresh torchvision heads are all zeros, which would make any two models agree)."""
-    torch.manual_seed(1)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.normal_(0, 0.2)
-    return model.eval()
 
 
 def test_top_level_exports():
@@ -116,39 +103,6 @@ def test_seeded_construction_is_deterministic(tiny_rgb_vit):
     assert not torch.equal(a.head.weight, c.head.weight)
 
 
-# --- presets -----------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "name, timm_name",
-    [
-        ("vit-tiny/16", "vit_tiny_patch16_224"),
-        ("vit-small/16", "vit_small_patch16_224"),
-        pytest.param("vit-base/16", "vit_base_patch16_224", marks=pytest.mark.slow),
-    ],
-)
-def test_preset_parameter_counts_equal_timm(name, timm_name):
-    ours = VisionTransformer(PRESETS[name]).num_parameters()
-    theirs = sum(p.numel() for p in timm.create_model(timm_name, pretrained=False).parameters())
-    assert ours == theirs
-
-
-@pytest.mark.parametrize(
-    "name, shape", [("course-28/4", (1, 28)), ("course-28/7", (1, 28)), ("course-32/4", (3, 32))]
-)
-def test_course_presets_fit_their_datasets(name, shape):
-    channels, side = shape
-    model = VisionTransformer(PRESETS[name])
-    assert model(torch.randn(2, channels, side, side)).shape == (2, 10)
-    assert model.num_parameters() < 3_000_000  # small enough for a laptop CPU
-
-
-def test_preset_changes_and_unknown_names():
-    assert preset("course-28/4", depth=2).depth == 2
-    with pytest.raises(ValueError, match="unknown preset 'vit-huge'.*vit-tiny/16"):
-        preset("vit-huge")
-
-
 @pytest.mark.parametrize(
     "changes, message",
     [
@@ -212,100 +166,6 @@ def test_set_image_size_runs_at_another_resolution(pos_embed, tiny_rgb_vit):
         torch.testing.assert_close(model.pos_embed[0, 1:], sincos_2d_position_embedding(4, 32))
     with pytest.raises(ValueError, match="image_size 18 is not a multiple of patch_size 4"):
         model.set_image_size(18)
-
-
-# --- equality with timm and torchvision -------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "kwargs",
-    [
-        {
-            "img_size": 16,
-            "patch_size": 4,
-            "num_classes": 5,
-            "embed_dim": 32,
-            "depth": 2,
-            "num_heads": 4,
-        },
-        {
-            "img_size": 28,
-            "patch_size": 7,
-            "in_chans": 1,
-            "num_classes": 10,
-            "embed_dim": 48,
-            "depth": 3,
-            "num_heads": 3,
-            "mlp_ratio": 2.0,
-            "qkv_bias": False,
-            "global_pool": "avg",
-            "fc_norm": False,
-        },
-    ],
-)
-def test_from_timm_gives_identical_outputs(kwargs):
-    theirs = randomize(timm.models.VisionTransformer(**kwargs))
-    ours = from_timm(theirs).eval()
-    images = torch.randn(3, kwargs.get("in_chans", 3), kwargs["img_size"], kwargs["img_size"])
-    with torch.no_grad():
-        expected = theirs(images)
-        torch.testing.assert_close(ours(images), expected, rtol=1e-5, atol=1e-5)
-        # And through the written-out attention path too.
-        x = ours.embed(images)
-        for block in ours.blocks:
-            x, _ = block(x, return_weights=True)
-        torch.testing.assert_close(ours.forward_head(ours.norm(x)), expected, rtol=1e-5, atol=1e-5)
-    assert expected.std() > 0.1, "a meaningful comparison needs outputs that vary"
-
-
-def test_from_timm_vit_tiny_224():
-    theirs = randomize(timm.create_model("vit_tiny_patch16_224", pretrained=False))
-    ours = from_timm(theirs).eval()
-    assert ours.config == PRESETS["vit-tiny/16"]
-    images = torch.randn(2, 3, 224, 224)
-    with torch.no_grad():
-        torch.testing.assert_close(ours(images), theirs(images), rtol=1e-5, atol=1e-5)
-
-
-def test_from_timm_refuses_what_it_cannot_model():
-    with pytest.raises(ValueError, match="layer scale"):
-        from_timm(
-            timm.models.VisionTransformer(
-                img_size=16, patch_size=4, embed_dim=32, depth=1, num_heads=4, init_values=1e-5
-            )
-        )
-    with pytest.raises(ValueError, match="fc_norm after pooling"):
-        from_timm(
-            timm.models.VisionTransformer(
-                img_size=16, patch_size=4, embed_dim=32, depth=1, num_heads=4, global_pool="avg"
-            )
-        )
-
-
-def test_from_torchvision_gives_identical_outputs():
-    theirs = randomize(
-        torchvision.models.VisionTransformer(
-            image_size=32,
-            patch_size=8,
-            num_layers=2,
-            num_heads=4,
-            hidden_dim=64,
-            mlp_dim=128,
-            num_classes=7,
-        )
-    )
-    ours = from_torchvision(theirs).eval()
-    images = torch.randn(3, 3, 32, 32)
-    with torch.no_grad():
-        expected = theirs(images)
-        torch.testing.assert_close(ours(images), expected, rtol=1e-5, atol=1e-5)
-    assert expected.std() > 0.1
-
-
-@pytest.mark.slow  # an 86M-parameter model
-def test_from_torchvision_vit_b_16_shapes():
-    ours = from_torchvision(torchvision.models.vit_b_16())
-    assert ours.config == PRESETS["vit-base/16"]
 
 
 # --- the hybrid: convolutions before the patches ------------------------------------------------
@@ -404,56 +264,12 @@ def test_embed_uses_embed_tokens(tiny_rgb_vit):
     torch.testing.assert_close(model.embed(images), expected)
 
 
-@pytest.mark.parametrize("name", ["fashion-mnist", "mnist", "cifar10", "cifar100"])
-def test_preset_for_fits_each_dataset(name):
-    from vitcourse.data.loading import dataset_info
-
-    info = dataset_info(name)
-    config = preset_for(name)
-    assert config == preset(info.vit_preset, num_classes=len(info.classes))
-    assert (config.image_size, config.in_channels) == (info.image_size, info.channels)
-    assert not config.stem_channels  # the notebooks' ViT is a pure one
-    images = torch.zeros(2, info.channels, info.image_size, info.image_size)
-    assert VisionTransformer(config).eval()(images).shape == (2, len(info.classes))
-    trainer_default = preset_for(name, info.train_preset, depth=1)
-    assert trainer_default.depth == 1 and trainer_default.num_classes == len(info.classes)
-    with pytest.raises(ValueError, match="unknown preset 'course-99'"):
-        preset_for(name, "course-99")
-
-
 def test_token_pixels_is_the_spacing_of_tokens_on_the_image():
     assert PRESETS["course-28/4"].token_pixels == 4
     assert PRESETS["course-28/7"].token_pixels == 7
     # Three stride-2 convolutions: 28 -> 14 -> 7 -> 4, each cell 8 pixels from the next.
     assert PRESETS["course-28/conv"].token_pixels == 8
     assert preset("course-28/7", stem_channels=(8,)).token_pixels == 7  # stride 1 keeps the size
-
-
-@pytest.mark.slow  # builds a ViT-Ti/16 twice
-def test_load_pretrained_reads_timms_weights_from_a_file(tmp_path, monkeypatch):
-    """The real loading path (timm.create_model with pretrained=True), on a weights file that a
-    randomly initialised timm model wrote: no download."""
-    import vitcourse.pretrained as vit_module
-    from vitcourse.pretrained import PRETRAINED, PretrainedUnavailable, load_pretrained
-
-    theirs = timm.create_model(PRETRAINED, pretrained=False).eval()
-    torch.save(theirs.state_dict(), tmp_path / "weights.pth")
-    ours, norm = load_pretrained(file=tmp_path / "weights.pth")
-    photos = torch.randn(2, 3, 224, 224)
-    with torch.no_grad():
-        torch.testing.assert_close(ours(photos), theirs(photos))  # the file's weights, not new ones
-    assert norm == {"mean": (0.5, 0.5, 0.5), "std": (0.5, 0.5, 0.5)}
-    # A classroom without the network: the file named by VITCOURSE_PRETRAINED.
-    monkeypatch.setenv("VITCOURSE_PRETRAINED", str(tmp_path / "weights.pth"))
-    again, _ = load_pretrained()
-    torch.testing.assert_close(again.head.weight, ours.head.weight)
-    monkeypatch.setenv("VITCOURSE_PRETRAINED", str(tmp_path / "missing.pth"))
-    with pytest.raises(PretrainedUnavailable, match="no weights file at"):
-        load_pretrained()
-    monkeypatch.delenv("VITCOURSE_PRETRAINED")
-    monkeypatch.setattr(vit_module, "is_online", lambda url: False)
-    with pytest.raises(PretrainedUnavailable, match="offline: timm's pretrained"):
-        load_pretrained()
 
 
 def test_copy_encoder_keeps_every_weight_but_the_head(tiny_rgb_vit):

@@ -16,7 +16,7 @@ Beside it, the other models and what the notebooks use to look at them::
     mlp                 notebook 09: an MLP on the flattened image, a model with no spatial
                         prior, raced beside them
     deit, mae           notebook 09: the distilled ViT (DeiT) and the masked autoencoder
-    pretrained          weights from timm, torchvision and transformers, and back
+    pretrained          weights from timm and torchvision (transformers: bridges/)
     checkpoints         model files saved and loaded safely, for every kind of model; the
                         shipped trained models
     widgets, diagrams   notebooks 00-07: interactive explorers; the model drawn with its shapes
@@ -43,7 +43,7 @@ And the machinery, in subpackages named for who uses it (each opens with a map o
                         resuming and scaling; notebook 09's pre-training and distillation
     cli/                python -m vitcourse.train / vitcourse.pretrain and their run folder
     classroom/          student copies, and a class graded, each notebook in a sandbox
-    bridges/            notebook 10: TensorBoard and PyTorch Lightning (the extras)
+    bridges/            notebook 10: TensorBoard, PyTorch Lightning, Hugging Face (the extras)
     translation/        the course in Spanish: catalogs of what the notebooks and the package
                         say, and python -m vitcourse.translate
 
@@ -75,9 +75,12 @@ _ROOMS = {"ViTConfig": "vit", "VisionTransformer": "vit", "set_language": "langu
 
 # The documented commands, `python -m vitcourse.NAME`: each file runs the module named here.
 COMMANDS = {
-    "train": "cli.train", "pretrain": "cli.pretrain", "grade": "classroom.grade",
-    "student": "classroom.student", "translate": "translation.cli",
-}  # fmt: skip
+    "train": "cli.train",
+    "pretrain": "cli.pretrain",
+    "grade": "classroom.grade",
+    "student": "classroom.student",
+    "translate": "translation.cli",
+}
 
 
 def __getattr__(name: str):

@@ -46,8 +46,9 @@ def _box(
     _fit(ax, ax.text(x, y + (0.28 * h if rest else 0), first, **bold), w)
     if rest:
         below = "\n".join(rest)
-        text = ax.text(x, y - 0.1 * h, below, ha="center", va="center", fontsize=size - 1,
-                       linespacing=1.3)  # fmt: skip
+        text = ax.text(
+            x, y - 0.1 * h, below, ha="center", va="center", fontsize=size - 1, linespacing=1.3
+        )
         _fit(ax, text, w)
 
 

@@ -21,6 +21,16 @@ from vitcourse.language import _
 from vitcourse.patching import check_patchable
 
 
+def check_images(images: torch.Tensor, channels: int) -> None:
+    """A clear error unless `images` are a batch (B, C, H, W) with `channels` channels."""
+    if images.ndim != 4:
+        message = _("expected images (B, C, H, W), got shape {shape}")
+        raise ValueError(message.format(shape=tuple(images.shape)))
+    if images.shape[1] != channels:
+        message = _("expected {expected} image channels, got {channels}")
+        raise ValueError(message.format(expected=channels, channels=images.shape[1]))
+
+
 class PatchEmbedding(nn.Module):
     """(B, C, H, W) images -> (B, N, D) patch tokens, by a strided convolution named `proj`."""
 
@@ -36,14 +46,8 @@ class PatchEmbedding(nn.Module):
         self.proj = nn.Conv2d(in_channels, dim, kernel_size=patch_size, stride=patch_size)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
-        if images.ndim != 4:
-            message = _("expected images (B, C, H, W), got shape {shape}")
-            raise ValueError(message.format(shape=tuple(images.shape)))
-        B, C, H, W = images.shape
-        if C != self.in_channels:
-            message = _("expected {expected} image channels, got {channels}")
-            raise ValueError(message.format(expected=self.in_channels, channels=C))
-        check_patchable(H, W, self.patch_size)
+        check_images(images, self.in_channels)
+        check_patchable(images.shape[2], images.shape[3], self.patch_size)
         x = self.proj(images)  # (B, C, H, W) -> (B, D, H/P, W/P)
         return x.flatten(2).transpose(1, 2)  # -> (B, D, N) -> (B, N, D), patches in reading order
 

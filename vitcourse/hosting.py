@@ -35,7 +35,10 @@ RAW_URL = f"https://raw.githubusercontent.com/{REPOSITORY}/{BRANCH}/data/"
 def colab_url(folder: str, notebook: str) -> str:
     """A notebook of the repository opened on Colab: folder "notebooks" (the teacher's version,
     with the solutions) or "student" (the exercises open). The README and the book link these."""
-    return f"https://colab.research.google.com/github/{REPOSITORY}/blob/{BRANCH}/{folder}/{notebook}"
+    return (
+        f"https://colab.research.google.com/github/{REPOSITORY}/blob/{BRANCH}/{folder}/{notebook}"
+    )
+
 
 # What the notebooks import that a hosted runtime may lack: import name -> pip requirement. Not
 # torch and torchvision, which every hosted runtime has preinstalled (built for its GPU) and
@@ -148,8 +151,10 @@ def time_estimate(notebook: str | None, device: torch.device) -> str:
     if device.type == "cpu":
         return text
     if notebook in TIME_BUDGETS:
-        untimed = _("{estimate}; not timed on a {device}: its trainings run for set minutes, as "
-                    "long there, and get further")
+        untimed = _(
+            "{estimate}; not timed on a {device}: its trainings run for set minutes, as "
+            "long there, and get further"
+        )
     else:
         untimed = _("{estimate}; not timed on a {device}")
     return untimed.format(
@@ -173,15 +178,18 @@ def fetch_course_files(root: Path, fetch=None) -> list[str]:
             content = fetch(url)
         except OSError as e:
             raise RuntimeError(
-                _("could not download {url} ({error}). On Kaggle, turn on Internet in the "
-                  "notebook's settings; elsewhere, check the connection, or copy the course's "
-                  "data/ folder to {folder}").format(url=url, error=e, folder=root)
+                _(
+                    "could not download {url} ({error}). On Kaggle, turn on Internet in the "
+                    "notebook's settings; elsewhere, check the connection, or copy the course's "
+                    "data/ folder to {folder}"
+                ).format(url=url, error=e, folder=root)
             ) from e
         got = hashlib.sha256(content).hexdigest()
         if got != expected:
             raise RuntimeError(
-                _("{url} is not the course's {file}: its SHA-256 is {got}, expected "
-                  "{expected}").format(url=url, file=name, got=got, expected=expected)
+                _(
+                    "{url} is not the course's {file}: its SHA-256 is {got}, expected {expected}"
+                ).format(url=url, file=name, got=got, expected=expected)
             )
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(target.name + ".tmp")
@@ -207,9 +215,9 @@ def set_up_hosted(host: str, root: Path, run=subprocess.run, fetch=None) -> list
         done.append(_("installed {packages}").format(packages=", ".join(missing)))
     fetched = fetch_course_files(root, fetch)
     if fetched:
-        done.append(_("fetched {count} data files into {folder}").format(
-            count=len(fetched), folder=root
-        ))
+        done.append(
+            _("fetched {count} data files into {folder}").format(count=len(fetched), folder=root)
+        )
     if host == "colab":
         from google.colab import output  # only there
 

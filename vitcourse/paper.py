@@ -112,11 +112,24 @@ def compute_figure() -> plt.Figure:
     labels = {"ViT": _("ViTs"), "ResNet": _("ResNets (BiT)"), "hybrid": _("hybrids")}
     for kind, (colour, marker) in styles.items():
         rows = sorted((r for r in TABLE_6 if family(r[0]) == kind), key=lambda r: r[3])
-        ax.plot([r[3] for r in rows], [r[2] for r in rows], marker, color=colour, markersize=7,
-                label=labels[kind])  # fmt: skip
+        ax.plot(
+            [r[3] for r in rows],
+            [r[2] for r in rows],
+            marker,
+            color=colour,
+            markersize=7,
+            label=labels[kind],
+        )
         name, _epochs, acc, flops = rows[-1]  # the family's biggest model, named to find one's way
-        ax.annotate(name, (flops, acc), textcoords="offset points", xytext=(-6, 6), ha="right",
-                    fontsize=8, color=colour)  # fmt: skip
+        ax.annotate(
+            name,
+            (flops, acc),
+            textcoords="offset points",
+            xytext=(-6, 6),
+            ha="right",
+            fontsize=8,
+            color=colour,
+        )
     ax.set_ylim(top=max(r[2] for r in TABLE_6) + 1.5)  # room for the names
     ax.set_xscale("log")
     title = _("ViT paper, Table 6 (the numbers behind Figure 5): all on {dataset}").format(

@@ -26,6 +26,7 @@ from torch import nn
 from vitcourse.block import TransformerBlock
 from vitcourse.embedding import (
     PatchEmbedding,
+    check_images,
     conv_bn_relu,
     embed_tokens,
     resize_pos_embed,
@@ -213,13 +214,8 @@ class VisionTransformer(nn.Module):
     def check_images(self, images: torch.Tensor) -> torch.Tensor:
         """`images` if they are (B, C, H, W) of this model's channels and size; else a clear error."""
         c = self.config
-        if images.ndim != 4:
-            message = _("expected images (B, C, H, W), got shape {shape}")
-            raise ValueError(message.format(shape=tuple(images.shape)))
-        B, C, H, W = images.shape
-        if C != c.in_channels:
-            message = _("expected {expected} image channels, got {channels}")
-            raise ValueError(message.format(expected=c.in_channels, channels=C))
+        check_images(images, c.in_channels)  # (B, C, H, W), with the model's channels
+        H, W = images.shape[2:]
         if (H, W) != (c.image_size, c.image_size):
             message = _(
                 "expected {size}x{size} images, got {height}x{width}; "

@@ -65,10 +65,10 @@ def patch_grid_figure(image: torch.Tensor, patch_size: int) -> plt.Figure:
     strip = strip.numpy()
     right.imshow(strip[..., 0] if C == 1 else strip, cmap="gray", vmin=0, vmax=1)
     right.set_title(
-        _("the sequence: N = {tokens} tokens of {numbers} numbers\n"
-          "attention compares every pair: {tokens}² = {scores} scores per head").format(
-            tokens=N, numbers=patch_size * patch_size * C, scores=number(N * N)
-        )
+        _(
+            "the sequence: N = {tokens} tokens of {numbers} numbers\n"
+            "attention compares every pair: {tokens}² = {scores} scores per head"
+        ).format(tokens=N, numbers=patch_size * patch_size * C, scores=number(N * N))
     )
     right.axis("off")
     fig.tight_layout()
@@ -243,9 +243,7 @@ def cls_attention_figure(
     h, T, _keys = weights.shape
     g = round((T - 1) ** 0.5)
     if not 0 <= head < h:
-        raise ValueError(
-            _("head {head} out of range: {heads} heads").format(head=head, heads=h)
-        )
+        raise ValueError(_("head {head} out of range: {heads} heads").format(head=head, heads=h))
     if g * g != T - 1:
         raise ValueError(
             _("{tokens} tokens are not a cls token plus a square grid of patches").format(tokens=T)
@@ -262,8 +260,9 @@ def cls_attention_figure(
     left.set_xlabel(_("key token (0 = cls)"))
     left.set_ylabel(_("query token (0 = cls, framed)"))
     if layer is not None:
-        title = _("layer {layer}, head {head}: every token's weights\n"
-                  "(log colour scale; rows sum to 1)")
+        title = _(
+            "layer {layer}, head {head}: every token's weights\n(log colour scale; rows sum to 1)"
+        )
     else:
         title = _("head {head}: every token's weights\n(log colour scale; rows sum to 1)")
     left.set_title(title.format(layer=None if layer is None else layer + 1, head=head))
@@ -274,8 +273,10 @@ def cls_attention_figure(
     overlay = heat_overlay(right, image, row[1:].reshape(g, g))
     fig.colorbar(overlay, ax=right, fraction=0.046, label=_("weight on the patch"))
     right.set_title(
-        _("the cls token's weights on the patches\n(largest {largest:.2f}, on itself "
-          "{itself:.2f})").format(largest=row[1:].max(), itself=row[0])
+        _(
+            "the cls token's weights on the patches\n(largest {largest:.2f}, on itself "
+            "{itself:.2f})"
+        ).format(largest=row[1:].max(), itself=row[0])
     )
     return fig
 

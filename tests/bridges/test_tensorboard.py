@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 
 import vitcourse
 import vitcourse.bridges
-from tests.conftest import TINY_CNN, TINY_VIT, make_toy_loaders, need, new_trainer
+from tests.conftest import TINY_CNN, TINY_VIT, StopAt, make_toy_loaders, need, new_trainer
 from vitcourse.bridges.tensorboard import TensorBoardCallback, attention_figure
 from vitcourse.cnn import SmallCNN
 from vitcourse.live import cls_attention, overlay
@@ -128,17 +128,6 @@ def test_a_model_that_does_not_classify_writes_no_accuracy(tmp_path, read_events
     assert set(run.Tags()["scalars"]) == SCALARS
     assert_epoch_curves(run, trainer.history.epochs, names=("train_loss", "val_loss"))
     assert [m.step for m in run.Images("attention")] == [0, 10, 20]
-
-
-class StopAt(Callback):
-    """Press Ctrl-C at a given step."""
-
-    def __init__(self, step):
-        self.step = step
-
-    def on_step_end(self, trainer, loss):
-        if trainer.steps_done == self.step:
-            raise KeyboardInterrupt
 
 
 class SaveEachEpoch(Callback):

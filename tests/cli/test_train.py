@@ -145,8 +145,8 @@ def test_cli_writes_tensorboard_events_and_a_transformers_model(tmp_path, capsys
     transformers = need("transformers")
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+    from vitcourse.bridges.transformers import from_transformers
     from vitcourse.data.loading import make_loaders
-    from vitcourse.pretrained import from_transformers
 
     out = tmp_path / "run"
     argv = ["--out", str(out), "--device", "cpu", "--preset", "course-28/7"]

@@ -7,10 +7,8 @@ import math
 import pytest
 import torch
 
-from vitcourse.checkpoints import load_model, save_model
 from vitcourse.cnn import SmallCNN
 from vitcourse.deit import DistilledViT
-from vitcourse.live import cls_attention
 from vitcourse.training.distillation import DistillationTrainer, distillation_loss
 from vitcourse.training.loop import TrainConfig, Trainer
 from vitcourse.vit import VisionTransformer
@@ -68,33 +66,6 @@ def test_the_loss_refuses_what_it_cannot_compute():
         distillation_loss(LOGITS["cls"], LOGITS["dist"], LOGITS["teacher"], LABELS, alpha=2)
     with pytest.raises(ValueError, match="three .B, classes. logits of one shape"):
         distillation_loss(LOGITS["cls"], LOGITS["dist"][:, :2], LOGITS["teacher"], LABELS)
-
-
-def test_the_student_has_a_distillation_token_and_two_heads(tiny_vit):
-    torch.manual_seed(0)
-    model = DistilledViT(tiny_vit)
-    images = torch.randn(5, 1, 8, 8)
-    assert model.embed(images).shape == (5, tiny_vit.num_patches + 2, tiny_vit.dim)
-    cls_logits, dist_logits = model.train()(images)
-    assert cls_logits.shape == dist_logits.shape == (5, 3)
-    model.eval()
-    torch.testing.assert_close(model(images), (cls_logits + dist_logits) / 2)  # no dropout here
-    # The extra parameters, exactly: a token, one more position and a second head.
-    extra = tiny_vit.dim * 2 + tiny_vit.dim * 3 + 3
-    assert model.num_parameters() == VisionTransformer(tiny_vit).num_parameters() + extra
-    maps = cls_attention(model, images)  # the live plot skips both prefix tokens
-    assert maps["rollout"].shape == (5, 2, 2)
-    with pytest.raises(ValueError, match="needs pool='cls'"):
-        DistilledViT(dataclasses.replace(tiny_vit, pool="mean"))
-
-
-def test_a_distilled_model_file_loads_back(tiny_vit, tmp_path):
-    model = DistilledViT(tiny_vit).eval()
-    save_model(model, tmp_path / "model.pt")
-    again = load_model(tmp_path / "model.pt")
-    assert type(again) is DistilledViT
-    images = torch.randn(2, 1, 8, 8)
-    torch.testing.assert_close(again(images), model(images))
 
 
 def test_distillation_trains_the_student_and_leaves_the_teacher_alone(

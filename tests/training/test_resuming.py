@@ -4,20 +4,9 @@ if never stopped."""
 import pytest
 import torch
 
-from tests.conftest import new_trainer
+from tests.conftest import StopAt, new_trainer
 from vitcourse.checkpoints import load_checkpoint
 from vitcourse.training.callbacks import Callback, CheckpointCallback
-
-
-class StopAt(Callback):
-    """Press Ctrl-C at a given step."""
-
-    def __init__(self, step):
-        self.step = step
-
-    def on_step_end(self, trainer, loss):
-        if trainer.steps_done == self.step:
-            raise KeyboardInterrupt
 
 
 def test_interrupt_keeps_the_model_and_resume_continues(tmp_path, toy_loaders):

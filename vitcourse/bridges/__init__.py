@@ -2,7 +2,9 @@
 
     tensorboard   a training run written for TensorBoard: its curves and attention maps
     lightning     the course's recipe as a PyTorch Lightning module and data module
+    transformers  the course's ViT as Hugging Face transformers' ViT, and back
 
-Both need the extras (`requirements-extras.txt`). Nothing else in the package imports
-`lightning`; `tensorboard` is loaded by the command line's run folder only for `--tensorboard`.
+All need the extras (`requirements-extras.txt`). Nothing else in the package imports
+`lightning`; the command line's run folder loads `tensorboard` only for `--tensorboard`, and
+`transformers` only for `--export transformers`.
 """

@@ -2,6 +2,7 @@
 
     student          python -m vitcourse.student: the notebooks with every solution taken out
     grade            python -m vitcourse.grade: a class graded, and what the teacher reads
+    submissions      a class's folders: each student's notebooks found, links not followed
     grading          one submitted notebook: its two sandboxed steps, then the verdict, here
     grade_worker     step one, in a sandbox: run the notebook, keep what its cells define
     grade_probe      step two, in a sandbox: run one kept answer on a check's inputs
@@ -13,6 +14,7 @@
     sandbox          each step run apart, with limits: time, memory, processes, files
     sandbox_bubblewrap  what bubblewrap's sandbox sees: no network, none of your files
     sandbox_memory   shared memory held to the memory limit where no cgroup counts it
+    sandbox_watch    the limits watched from outside: time, memory, processes, output
     sandbox_user     who a sandbox runs as: never root; without bubblewrap, a user of its own
 
 Nothing here is imported by a notebook; `docs/teachers.md` is the teacher's guide.

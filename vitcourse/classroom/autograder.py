@@ -36,12 +36,13 @@ import time
 from pathlib import Path
 
 from vitcourse.classroom import bundles, platforms, sandbox
-from vitcourse.classroom.grade import notebooks_in, read_submission, speak
+from vitcourse.classroom.grade import speak
 from vitcourse.classroom.gradebook import NOT_HANDED_IN, Grade
 from vitcourse.classroom.grading import exercises_by_notebook, grade_notebook
 from vitcourse.classroom.platforms import PLATFORMS
 from vitcourse.classroom.sandbox import Limits
 from vitcourse.classroom.sandbox_bubblewrap import package_dir
+from vitcourse.classroom.submissions import notebooks_in, read_submission
 from vitcourse.language import LANGUAGES, _
 
 # --- grading in the platform's container -------------------------------------------------------

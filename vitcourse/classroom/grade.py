@@ -4,9 +4,8 @@
                               [--language es]
 
 SUBMISSIONS holds one folder per student, as a teacher collects them:
-`SUBMISSIONS/<student>/01_patches.ipynb`, ... A file is matched to a course notebook by its name,
-or by its two-digit number when a download renamed it (`01_patches (1).ipynb`); of several copies
-the newest is graded. Links are never followed, and hidden files are reported, not graded.
+`SUBMISSIONS/<student>/01_patches.ipynb`, ... (`vitcourse.classroom.submissions` finds them: of
+several copies the newest is graded; links are never followed; hidden files are reported).
 
 Each notebook is graded in two steps, each in a sandbox (`vitcourse.classroom.sandbox`: no network,
 no access to your files, limits on time, memory, processes and output):
@@ -35,7 +34,6 @@ import importlib.util
 import json
 import os
 import re
-import stat
 import sys
 import tempfile
 import time
@@ -49,106 +47,12 @@ from tqdm.auto import tqdm
 from vitcourse.checks.registry import exercises
 from vitcourse.classroom import gradebook, sandbox
 from vitcourse.classroom.gradebook import NOT_HANDED_IN, Grade, summarise
-from vitcourse.classroom.grading import exercises_by_notebook, grade_notebook, match_notebook
+from vitcourse.classroom.grading import exercises_by_notebook, grade_notebook
 from vitcourse.classroom.sandbox import Limits
+from vitcourse.classroom.submissions import find_submissions, read_submission
 from vitcourse.language import LANGUAGES, _, catalog, known, language, set_language
 
-MAX_NOTEBOOK_BYTES = 100 * 2**20
-MAX_DEPTH = 8  # folders within a student's folder that are looked into
-MAX_ENTRIES = 2_000  # files and folders looked at in one student's folder
 MAX_ANSWER_CHARS = 20_000  # an answer's source compared with others (longer: not compared)
-
-
-def _skip_reason(path: Path) -> str | None:
-    """Why a file or folder in SUBMISSIONS is not graded, or None."""
-    if path.is_symlink():
-        return _("a link, not followed")
-    if path.name.startswith("."):
-        return _("hidden (its name starts with a dot)")
-    if path.name == "__MACOSX":
-        return _("a macOS archive folder")
-    return None
-
-
-def find_submissions(root: Path) -> tuple[dict[str, dict[str, Path]], list[str]]:
-    """Walk SUBMISSIONS: ({student: {notebook: path}}, [what was skipped, and why]).
-
-    Links are never followed. Where a student's folder holds several copies of one notebook
-    (`01_patches.ipynb`, `01_patches (1).ipynb`, an `old/` folder), the most recently modified
-    one is graded and the others are reported."""
-    if root.is_symlink() or not root.is_dir():
-        raise FileNotFoundError(f"expected a folder of student folders, got {root}")
-    students: dict[str, dict[str, Path]] = {}
-    skipped = []
-    for entry in sorted(root.iterdir()):
-        why = _skip_reason(entry) or (None if entry.is_dir() else _("not a student folder"))
-        if why:
-            skipped.append(_("{name}: {why} (expected SUBMISSIONS/<student>/)").format(
-                name=entry.name, why=why))  # fmt: skip
-            continue
-        copies = notebooks_in(entry, root, skipped)
-        student = gradebook.student_name(entry.name)
-        students[student] = {}
-        for notebook, paths in sorted(copies.items()):
-            newest = max(paths, key=lambda p: p.lstat().st_mtime)
-            students[student][notebook] = newest
-            for other in paths:
-                if other != newest:
-                    skipped.append(
-                        _("{path}: an older copy of {notebook}; graded {newest}").format(
-                            path=other.relative_to(root), notebook=notebook,
-                            newest=newest.relative_to(root))
-                    )  # fmt: skip
-    return students, skipped
-
-
-def notebooks_in(folder: Path, root: Path, skipped: list[str]) -> dict[str, list[Path]]:
-    """{notebook: [its copies]} in one student's folder, walked without recursion, links not
-    entered, at most MAX_DEPTH folders deep and MAX_ENTRIES entries; what is not graded is added
-    to `skipped`, with why."""
-    copies: dict[str, list[Path]] = {}
-    todo, seen = [(folder, 0)], 0
-    while todo:
-        here, depth = todo.pop()
-        try:
-            names = sorted(os.listdir(here))
-        except OSError as e:
-            skipped.append(_("{path}: cannot be read ({error})").format(
-                path=here.relative_to(root), error=type(e).__name__))  # fmt: skip
-            continue
-        for name in names:
-            path, seen = here / name, seen + 1
-            if seen > MAX_ENTRIES:
-                skipped.append(_("{path}: more than {count} files; the rest were not looked at")
-                               .format(path=folder.relative_to(root), count=MAX_ENTRIES))  # fmt: skip
-                return copies
-            why, info = _skip_reason(path), path.lstat()
-            if why is None and stat.S_ISDIR(info.st_mode):
-                deep = depth >= MAX_DEPTH
-                why = _("more than {count} folders deep").format(count=MAX_DEPTH) if deep else None
-                if why is None:
-                    todo.append((path, depth + 1))
-                    continue
-            notebook = match_notebook(name) if path.suffix == ".ipynb" else None
-            if why is None and (notebook is None or not stat.S_ISREG(info.st_mode)):
-                why = _("not a course notebook with exercises")
-            if why:
-                skipped.append(f"{path.relative_to(root)}: {why}")
-            else:
-                copies.setdefault(notebook, []).append(path)
-    return copies
-
-
-def read_submission(path: Path) -> bytes:
-    """A submission's bytes, never through a link, at most MAX_NOTEBOOK_BYTES."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            raise OSError(_("not a regular file"))
-        data = f.read(MAX_NOTEBOOK_BYTES + 1)
-    if len(data) > MAX_NOTEBOOK_BYTES:
-        raise OSError(_("larger than {mb} MB").format(mb=MAX_NOTEBOOK_BYTES // 2**20))
-    return data
 
 
 # --- the class ---------------------------------------------------------------------------------
@@ -163,8 +67,11 @@ def _answers(data: bytes, notebook: str) -> dict[str, str]:
     text: nothing of it runs in the grader)."""
     try:
         cells = json.loads(data)["cells"]
-        sources = ["".join(c["source"]) if isinstance(c["source"], list) else str(c["source"])
-                   for c in cells if c.get("cell_type") == "code"]  # fmt: skip
+        sources = [
+            "".join(c["source"]) if isinstance(c["source"], list) else str(c["source"])
+            for c in cells
+            if c.get("cell_type") == "code"
+        ]
     except (ValueError, KeyError, TypeError, AttributeError, RecursionError, MemoryError):
         return {}
     # Identifiers as Python reads them (NFKC: `def ｐatchify` defines `patchify`).
@@ -230,8 +137,10 @@ def grade_class(
             ThreadPoolExecutor(max_workers=max(1, jobs)) as pool,
             tqdm(total=len(todo), desc="grading", unit="notebook") as bar,
         ):
-            futures = [pool.submit(_grade_one, s, nb, p, out, limits, quick, use_sandbox, work,
-                                   done) for s, nb, p in todo]  # fmt: skip
+            futures = [
+                pool.submit(_grade_one, s, nb, p, out, limits, quick, use_sandbox, work, done)
+                for s, nb, p in todo
+            ]
             for future in as_completed(futures):
                 future.result()
                 bar.update()
@@ -253,12 +162,19 @@ def _grade_one(student, notebook, path, out, limits, quick, use_sandbox, work, d
     except Exception as e:  # noqa: BLE001 - one notebook ends in a status, never stops the class
         why = gradebook.printable(" ".join(f"{type(e).__name__}: {e}".split()))[:300]
         why = _("the grader could not grade this notebook ({why})").format(why=why)
-        grades = [Grade(student, notebook, n, "error", why)
-                  for n in exercises_by_notebook()[notebook]]  # fmt: skip
+        grades = [
+            Grade(student, notebook, n, "error", why) for n in exercises_by_notebook()[notebook]
+        ]
         answers = {}
-    record = {"student": student, "notebook": notebook, "sha256": _digest(data),
-              "path": str(path), "grades": [asdict(g) for g in grades],
-              "answers": answers, "seconds": round(time.monotonic() - start, 1)}  # fmt: skip
+    record = {
+        "student": student,
+        "notebook": notebook,
+        "sha256": _digest(data),
+        "path": str(path),
+        "grades": [asdict(g) for g in grades],
+        "answers": answers,
+        "seconds": round(time.monotonic() - start, 1),
+    }
     gradebook.append(out / "journal.jsonl", record)
 
 
@@ -275,15 +191,20 @@ def _report(students, expected, skipped, journal: Path, out: Path):
             now = None
         grades += [Grade(**g) for g in record["grades"]]
         if now != record["sha256"]:
-            skipped.append(_("{student}/{notebook}: changed while it was graded; grade it again")
-                           .format(student=student, notebook=notebook))  # fmt: skip
+            skipped.append(
+                _("{student}/{notebook}: changed while it was graded; grade it again").format(
+                    student=student, notebook=notebook
+                )
+            )
         for name, source in record.get("answers", {}).items():
             answers[(student, name)] = source
     for student, handed in students.items():
         for notebook in expected:
             if notebook not in handed:
-                grades += [Grade(student, notebook, name, "not attempted", _(NOT_HANDED_IN))
-                           for name in exercises_by_notebook()[notebook]]  # fmt: skip
+                grades += [
+                    Grade(student, notebook, name, "not attempted", _(NOT_HANDED_IN))
+                    for name in exercises_by_notebook()[notebook]
+                ]
     order = list(exercises())
     grades.sort(key=lambda g: (g.student, order.index(g.exercise)))
     similar = gradebook.alike(answers)
@@ -317,11 +238,15 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--full", action="store_true", help="run in full mode, not quick mode")
     parser.add_argument("--resume", action="store_true", help="go on from OUT/journal.jsonl")
     parser.add_argument(
-        "--no-sandbox", action="store_true",
+        "--no-sandbox",
+        action="store_true",
         help="grade without bubblewrap's sandbox (the students' code runs as you)",
-    )  # fmt: skip
-    parser.add_argument("--language", help="the language of the feedback and the reports: "
-                        f"{' or '.join(LANGUAGES)} (default: VITCOURSE_LANG's, else en)")  # fmt: skip
+    )
+    parser.add_argument(
+        "--language",
+        help="the language of the feedback and the reports: "
+        f"{' or '.join(LANGUAGES)} (default: VITCOURSE_LANG's, else en)",
+    )
     return parser
 
 
@@ -358,25 +283,41 @@ def main(argv: list[str] | None = None) -> None:
     if missing and not args.no_sandbox:
         instead = (  # run as root, grading without a sandbox would run the students as root
             "Fix that, or grade as a user other than root: --no-sandbox would run the students' "
-            "code as root" if os.geteuid() == 0
+            "code as root"
+            if os.geteuid() == 0
             else f"--no-sandbox grades without one, and then {sandbox.EXPOSED}"
-        )  # fmt: skip
-        parser.exit(2, f"error: {missing}.\nThe grader runs students' code only in a sandbox. "
-                    f"{instead}.\n")  # fmt: skip
+        )
+        parser.exit(
+            2, f"error: {missing}.\nThe grader runs students' code only in a sandbox. {instead}.\n"
+        )
     if args.no_sandbox:
         print(f"warning: no sandbox: {sandbox.EXPOSED}.", file=sys.stderr)
     try:
-        grades, skipped = grade_class(args.submissions, args.out, limits, args.jobs,
-                                      not args.full, notebooks, not args.no_sandbox, args.resume)  # fmt: skip
+        grades, skipped = grade_class(
+            args.submissions,
+            args.out,
+            limits,
+            args.jobs,
+            not args.full,
+            notebooks,
+            not args.no_sandbox,
+            args.resume,
+        )
     except FileNotFoundError as e:
         parser.exit(2, f"error: {e}\n")
     print(summarise(grades, skipped))
-    print(_("{count} grades in {grades}, feedback in {feedback}").format(
-        count=len(grades), grades=args.out / "grades.csv", feedback=args.out / "feedback"))  # fmt: skip
+    print(
+        _("{count} grades in {grades}, feedback in {feedback}").format(
+            count=len(grades), grades=args.out / "grades.csv", feedback=args.out / "feedback"
+        )
+    )
     failure = same_failure(grades)
     if failure:
-        parser.exit(3, f"error: every notebook failed the same way ({failure}): that is the "
-                    "grader's set-up, not the students' work; fix it and grade again\n")  # fmt: skip
+        parser.exit(
+            3,
+            f"error: every notebook failed the same way ({failure}): that is the "
+            "grader's set-up, not the students' work; fix it and grade again\n",
+        )
 
 
 def same_failure(grades: list[Grade]) -> str | None:

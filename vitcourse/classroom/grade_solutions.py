@@ -63,9 +63,10 @@ def _stub_out(copy: Path, reference) -> None:
     module = copy.joinpath(*reference.__module__.split(".")[1:]).with_suffix(".py")
     lines = module.read_text().splitlines(keepends=True)
     (node,) = [
-        n for n in ast.parse("".join(lines)).body
+        n
+        for n in ast.parse("".join(lines)).body
         if isinstance(n, ast.FunctionDef | ast.ClassDef) and n.name == reference.__name__
-    ]  # fmt: skip
+    ]
     first = min([node.lineno] + [d.lineno for d in node.decorator_list]) - 1
     module.write_text(
         "".join(lines[:first]) + _stub(node, reference) + "".join(lines[node.end_lineno :])
@@ -84,16 +85,17 @@ def _stub(node: ast.FunctionDef | ast.ClassDef, reference) -> str:
     # Either way nothing of the solution is left to inherit, and building one is refused.
     bases = ", ".join(ast.unparse(b) for b in node.bases)
     constants = "".join(  # class attributes the package reads (a model's `architecture` name)
-        f"    {ast.unparse(n)}\n" for n in node.body
+        f"    {ast.unparse(n)}\n"
+        for n in node.body
         if isinstance(n, ast.Assign | ast.AnnAssign) and isinstance(n.value, ast.Constant)
-    )  # fmt: skip
+    )
     return (
-        f"class {node.name}({bases}):\n" + constants +
-        "    def __init_subclass__(cls, **kwargs):\n"
+        f"class {node.name}({bases}):\n" + constants + "    def __init_subclass__(cls, **kwargs):\n"
         "        if not cls.__module__.startswith('vitcourse.'):\n"
-        + refuse.replace("        ", "            ") +
-        "    def __init__(self, *args, **kwargs):\n" + refuse
-    )  # fmt: skip
+        + refuse.replace("        ", "            ")
+        + "    def __init__(self, *args, **kwargs):\n"
+        + refuse
+    )
 
 
 # --- the solutions' compiled code --------------------------------------------------------------

@@ -170,7 +170,10 @@ class Kernel:
 
 
 def run_notebook(
-    path: Path, out: Path, names: list[str], limits: Limits = Limits()  # noqa: B008
+    path: Path,
+    out: Path,
+    names: list[str],
+    limits: Limits = Limits(),  # noqa: B008
 ) -> dict:
     """Run one notebook in a fresh kernel, keeping the definitions of its exercises (`names`) in
     `out/defs/`: {"definitions": {exercise: how its cell ran}, "reached": whether the cells ran

@@ -204,12 +204,14 @@ def summarise(grades: list[Grade], skipped: list[str] = ()) -> str:
     order = [name for name in exercises() if name in by_exercise]
     for name in order:
         counts = collections.Counter(g.status for g in by_exercise[name])
-        passed = _("{passed} of {total}").format(passed=counts["passed"],
-                                                 total=len(by_exercise[name]))  # fmt: skip
+        passed = _("{passed} of {total}").format(
+            passed=counts["passed"], total=len(by_exercise[name])
+        )
         lines.append(
             f"| {name} | {exercises()[name].notebook} | {passed} | "
-            + " | ".join(str(counts[s]) for s in STATUSES[1:]) + " |"
-        )  # fmt: skip
+            + " | ".join(str(counts[s]) for s in STATUSES[1:])
+            + " |"
+        )
     lines += ["", "## " + _("Most common mistakes"), ""]
     for name in order:
         hints = collections.Counter(g.mistake for g in by_exercise[name] if g.mistake)
@@ -321,9 +323,11 @@ def alike(answers: dict[tuple[str, str], str], near: float = 0.9) -> list[str]:
         found += [
             f"{name}: "
             + _("{student}'s answer is the course's own solution, word for word").format(
-                student=markdown(s))
-            for s in sorted(sources) if sources[s] == solution
-        ]  # fmt: skip
+                student=markdown(s)
+            )
+            for s in sorted(sources)
+            if sources[s] == solution
+        ]
         group = {s: s for s in students}  # union-find over "alike" pairs
         prints = {s: fingerprints(sources[s]) for s in students}
         for i, a in enumerate(students):

@@ -34,7 +34,7 @@ import torch
 
 from vitcourse.checks.harness import CheckFailed, NotWritten, PartlyWritten, WeightsMismatch
 from vitcourse.checks.registry import exercises
-from vitcourse.classroom import gradebook, sandbox
+from vitcourse.classroom import gradebook, sandbox, sandbox_watch
 from vitcourse.classroom.grade_solutions import carries_solution, package_without
 from vitcourse.classroom.gradebook import Grade
 from vitcourse.classroom.sandbox import STARTUP_SECONDS, Limits
@@ -149,10 +149,13 @@ def _grade_in(student, notebook, data, out, limits, quick, isolation, tmp: Path)
     given.mkdir()
     (given / f"{notebook}.ipynb").write_bytes(data)
     box = sandbox.Box(
-        seconds=limits.notebook + KERNEL_SECONDS + STARTUP_SECONDS, memory_gb=limits.memory_gb,
-        processes=limits.processes, output_mb=limits.output_mb, data=True,
+        seconds=limits.notebook + KERNEL_SECONDS + STARTUP_SECONDS,
+        memory_gb=limits.memory_gb,
+        processes=limits.processes,
+        output_mb=limits.output_mb,
+        data=True,
         package=package_without(names, tmp.parent),  # nothing of the solutions to pickle
-    )  # fmt: skip
+    )
     env = {"VITCOURSE_QUICK": "1" if quick else "0"}
     how = sandbox.mode(isolation)  # the checks' record: in the home it has, else beside the copy
     if how != sandbox.OWN_USER:
@@ -160,8 +163,15 @@ def _grade_in(student, notebook, data, out, limits, quick, isolation, tmp: Path)
             "/tmp/home/progress.json" if how == sandbox.BUBBLEWRAP else str(given / "p")
         )
     inside = INSIDE
-    command = [sys.executable, "-m", "vitcourse.classroom.grade_worker", f"{inside}/in/{notebook}.ipynb",
-               f"{inside}/out", json.dumps(asdict(limits)), json.dumps(names)]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "vitcourse.classroom.grade_worker",
+        f"{inside}/in/{notebook}.ipynb",
+        f"{inside}/out",
+        json.dumps(asdict(limits)),
+        json.dumps(names),
+    ]
     done = sandbox.run(command, given, ran, box, isolation, env)
     executed = _read_output(ran / "executed.ipynb", int(limits.output_mb * 2**20), ran)
     if executed is not None:
@@ -183,17 +193,29 @@ def _grade_in(student, notebook, data, out, limits, quick, isolation, tmp: Path)
 
 # The limit a sandbox's command broke: said of the notebook, and of one exercise's answer.
 BROKEN = {
-    "time": (N_("the notebook ran past its {seconds:.0f} s"),
-             N_("{name} ran past its {seconds:.0f} s")),
-    "memory": (N_("the notebook used more than {gb:g} GB of memory"),
-               N_("{name} used more than {gb:g} GB of memory")),
-    "processes": (N_("the notebook started more than {processes} processes"),
-                  N_("{name} started more than {processes} processes")),
-    "output": (N_("the notebook wrote more than {mb:g} MB, more than {entries} files and "
-                  "folders, or more than {errors} MB of errors"),
-               N_("{name} wrote more than {mb:g} MB, more than {entries} files and folders, "
-                  "or more than {errors} MB of errors")),
-}  # fmt: skip
+    "time": (
+        N_("the notebook ran past its {seconds:.0f} s"),
+        N_("{name} ran past its {seconds:.0f} s"),
+    ),
+    "memory": (
+        N_("the notebook used more than {gb:g} GB of memory"),
+        N_("{name} used more than {gb:g} GB of memory"),
+    ),
+    "processes": (
+        N_("the notebook started more than {processes} processes"),
+        N_("{name} started more than {processes} processes"),
+    ),
+    "output": (
+        N_(
+            "the notebook wrote more than {mb:g} MB, more than {entries} files and "
+            "folders, or more than {errors} MB of errors"
+        ),
+        N_(
+            "{name} wrote more than {mb:g} MB, more than {entries} files and folders, "
+            "or more than {errors} MB of errors"
+        ),
+    ),
+}
 
 
 def _broken(done: sandbox.Ran, limits: Limits, name: str | None = None) -> str:
@@ -203,10 +225,14 @@ def _broken(done: sandbox.Ran, limits: Limits, name: str | None = None) -> str:
         return _("the grader's process for this notebook failed: {last}").format(last=last)
     notebook, answer = BROKEN[done.broke]
     return _(notebook if name is None else answer).format(
-        name=name, seconds=limits.notebook, gb=limits.memory_gb, processes=limits.processes,
-        mb=limits.output_mb, entries=number(sandbox.MAX_ENTRIES),
-        errors=sandbox.STDERR_BYTES // 2**20,
-    )  # fmt: skip
+        name=name,
+        seconds=limits.notebook,
+        gb=limits.memory_gb,
+        processes=limits.processes,
+        mb=limits.output_mb,
+        entries=number(sandbox_watch.MAX_ENTRIES),
+        errors=sandbox_watch.STDERR_BYTES // 2**20,
+    )
 
 
 def judge(
@@ -260,16 +286,27 @@ def probe(
     (given / "answer.pkl").write_bytes(answer)
     torch.save(inputs, given / "inputs.pt")
     box = sandbox.Box(  # the answer's time counts once Python and torch are in (`started`)
-        seconds=limits.check, memory_gb=limits.memory_gb, startup=STARTUP_SECONDS,
-        processes=limits.processes, output_mb=limits.output_mb,
+        seconds=limits.check,
+        memory_gb=limits.memory_gb,
+        startup=STARTUP_SECONDS,
+        processes=limits.processes,
+        output_mb=limits.output_mb,
         package=package_without(exercises_by_notebook()[exercise.notebook], work.parent),
-    )  # fmt: skip
-    command = [sys.executable, "-m", "vitcourse.classroom.grade_probe", name, exercise.run.__module__,
-               f"{INSIDE}/in", f"{INSIDE}/out"]  # fmt: skip
+    )
+    command = [
+        sys.executable,
+        "-m",
+        "vitcourse.classroom.grade_probe",
+        name,
+        exercise.run.__module__,
+        f"{INSIDE}/in",
+        f"{INSIDE}/out",
+    ]
     done = sandbox.run(command, given, ran, box, isolation)
     if done.broke == "time":
-        why = _("running {name} on the check's inputs took more than {seconds:.0f} s: an "
-                "endless loop?")  # fmt: skip
+        why = _(
+            "running {name} on the check's inputs took more than {seconds:.0f} s: an endless loop?"
+        )
         return "timeout", why.format(name=name, seconds=limits.check), ""
     if done.broke:
         return "error", _broken(done, limits, name), ""

@@ -11,7 +11,8 @@ through `run`:
   `data/` when asked, the files it is given, and a made-up `/etc/passwd`; it writes only to a
   private, size-limited `/tmp` (its HOME too) and to the one folder it is given, which the grader
   reads afterwards. Never the teacher's home, the solutions, or the other submissions.
-- **Limits**, for all its processes together, watched from outside every 0.2 s: wall time, memory
+- **Limits**, for all its processes together, watched from outside every 0.2 s
+  (`vitcourse.classroom.sandbox_watch`): wall time, memory
   (resident, summed over its processes, plus what its /tmp and /dev/shm hold: see
   `vitcourse.classroom.sandbox_memory`), number of processes, and its output folder's size (with
   what its files deleted but kept open hold) and number of files and folders, and its error
@@ -36,18 +37,16 @@ import functools
 import os
 import resource
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from vitcourse.classroom import sandbox_bubblewrap as bubblewrap_sandbox
 from vitcourse.classroom import sandbox_user as users
 from vitcourse.classroom.sandbox_bubblewrap import INSIDE
-from vitcourse.classroom.sandbox_memory import deleted_bytes, resident_bytes, tmpfs_bytes
+from vitcourse.classroom.sandbox_watch import watch
 from vitcourse.language import language
 
 EXPOSED = (
@@ -58,12 +57,9 @@ EXPOSED = (
 # How a command is isolated: `run`'s `sandbox` is one of these (True and False name the first and
 # the last).
 BUBBLEWRAP, OWN_USER, NO_SANDBOX = "bubblewrap", "own user", "none"
-POLL_SECONDS = 0.2
 # Address space a process may map beyond the memory limit: torch's libraries reserve gigabytes
 # they never use. The memory limit itself is on resident memory, summed over the processes.
 VIRTUAL_ROOM_GB = 8
-MAX_ENTRIES = 10_000  # files and folders an output folder may hold
-STDERR_BYTES = 4 * 2**20  # what a sandbox may write to its error stream (kept in a file here)
 # Allowance for starting Python and importing torch, matplotlib and the package: on a cold or busy
 # machine that alone can take a minute, and it is no student's time (the grader's imports in a
 # notebook's kernel and its cells before the first exercise get it too: see `grade_worker`).
@@ -143,8 +139,13 @@ def _needed() -> list[Path]:
 def _try(how: str, failed: str) -> str | None:
     with tempfile.TemporaryDirectory(prefix="vitcourse-sandbox-") as tmp:
         (Path(tmp) / "in").mkdir()
-        tried = run([sys.executable, "-c", "pass"], Path(tmp) / "in", Path(tmp) / "out",
-                    Box(seconds=60, memory_gb=1), how)  # fmt: skip
+        tried = run(
+            [sys.executable, "-c", "pass"],
+            Path(tmp) / "in",
+            Path(tmp) / "out",
+            Box(seconds=60, memory_gb=1),
+            how,
+        )
     if tried.returncode != 0 or tried.broke:
         last = (tried.stderr.strip().splitlines() or [tried.broke or "no message"])[-1]
         return f"{failed} ({last})"
@@ -155,8 +156,10 @@ def mode(sandbox: bool | str) -> str:
     """`run`'s `sandbox` as a mode's name: True is `BUBBLEWRAP`, False `NO_SANDBOX`."""
     named = {True: BUBBLEWRAP, False: NO_SANDBOX}.get(sandbox, sandbox)  # type: ignore[call-overload]
     if named not in (BUBBLEWRAP, OWN_USER, NO_SANDBOX):
-        raise ValueError(f"sandbox: expected True, False, {BUBBLEWRAP!r}, {OWN_USER!r} or "
-                         f"{NO_SANDBOX!r}, got {sandbox!r}")  # fmt: skip
+        raise ValueError(
+            f"sandbox: expected True, False, {BUBBLEWRAP!r}, {OWN_USER!r} or "
+            f"{NO_SANDBOX!r}, got {sandbox!r}"
+        )
     return named
 
 
@@ -208,49 +211,6 @@ def _limit(box: Box, tasks: int):
     return apply
 
 
-def _tree(root: int) -> list[int]:
-    """`root` and every process descended from it, from /proc."""
-    parents: dict[int, list[int]] = {}
-    for p in Path("/proc").iterdir():
-        if not p.name.isdigit():
-            continue
-        try:
-            stat = (p / "stat").read_text()
-        except OSError:
-            continue
-        parent = int(stat.rsplit(")", 1)[1].split()[1])
-        parents.setdefault(parent, []).append(int(p.name))
-    found, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        found.append(pid)
-        todo += parents.get(pid, [])
-    return found
-
-
-def folder_usage(folder: Path, most: int = MAX_ENTRIES) -> tuple[int, int]:
-    """(bytes, entries) under `folder`, links not followed: files, folders and anything else each
-    count as an entry (300,000 empty files are not "nothing"). The walk keeps its own list, not
-    Python's recursion, so a folder chain 1,500 deep costs nothing special, and it stops counting
-    once past `most` entries."""
-    total, entries, todo = 0, 0, [str(folder)]
-    while todo and entries <= most:
-        try:
-            with os.scandir(todo.pop()) as found:
-                for entry in found:
-                    entries += 1
-                    try:
-                        if entry.is_dir(follow_symlinks=False):
-                            todo.append(entry.path)
-                        else:
-                            total += users.stored_bytes(entry.stat(follow_symlinks=False))
-                    except OSError:
-                        pass
-        except OSError:
-            continue
-    return total, entries
-
-
 def remove_tree(folder: Path) -> None:
     """Remove a folder a sandbox wrote, however deep or locked: `chmod -R` and `rm -rf` walk
     without recursion limits (Python's `shutil.rmtree` stops at about 1,000 levels), and any
@@ -264,23 +224,26 @@ def remove_tree(folder: Path) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def _kill(process: subprocess.Popen) -> None:
-    """Stop the command and everything it started (in a sandbox, killing bubblewrap ends its
-    process namespace, and so every process in it)."""
-    for pid in reversed(_tree(process.pid)):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    process.wait()
+def _environment(env: dict | None, box: Box) -> dict:
+    """The command's environment: `env`, the grader's language (`VITCOURSE_LANG`, unless `env`
+    names one), the data folder when `box.data`, and settings that keep it off the GPU and quiet."""
+    env = dict(env or {}, MPLBACKEND="Agg", CUDA_VISIBLE_DEVICES="", PYTHONDONTWRITEBYTECODE="1")
+    env.setdefault("VITCOURSE_LANG", language())  # the grader's `--language`, in every mode
+    if box.data:  # the grader's data folder, wherever `$VITCOURSE_DATA` put it
+        from vitcourse.environment import DATA_ENV, default_root
+
+        env[DATA_ENV] = str(default_root().resolve())
+    return env
 
 
-def run(command: list[str], given: Path, out: Path, box: Box, sandbox: bool | str = True,
-        env: dict | None = None) -> Ran:  # fmt: skip
+def run(
+    command: list[str],
+    given: Path,
+    out: Path,
+    box: Box,
+    sandbox: bool | str = True,
+    env: dict | None = None,
+) -> Ran:
     """Run `command` (a `python -m ...` line) with `given` readable and `out` writable, under
     `box`'s limits, isolated as `sandbox` says (`mode`). In bubblewrap's sandbox they are
     `/grading/in` and `/grading/out`; otherwise the command gets their real paths in place of
@@ -289,12 +252,7 @@ def run(command: list[str], given: Path, out: Path, box: Box, sandbox: bool | st
     how = mode(sandbox)
     out.mkdir(parents=True, exist_ok=True)
     out.chmod(0o777)  # the sandbox's user is not the folder's owner (its parent is private)
-    env = dict(env or {}, MPLBACKEND="Agg", CUDA_VISIBLE_DEVICES="", PYTHONDONTWRITEBYTECODE="1")
-    env.setdefault("VITCOURSE_LANG", language())  # the grader's `--language`, in every mode
-    if box.data:  # the grader's data folder, wherever `$VITCOURSE_DATA` put it
-        from vitcourse.environment import DATA_ENV, default_root
-
-        env[DATA_ENV] = str(default_root().resolve())
+    env = _environment(env, box)
     # Beside `out`, in the grader's own work folder: nothing is left in /tmp if the grader dies.
     # Removed with `remove_tree`: what the command left there may be nested past any recursion.
     tmp = Path(tempfile.mkdtemp(prefix="box-", dir=out.parent))
@@ -331,7 +289,8 @@ def run(command: list[str], given: Path, out: Path, box: Box, sandbox: bool | st
                 for fd in keep:
                     os.close(fd)
             try:
-                broke = _watch(process, box, out, errors, how, user, home)
+                own = user if how == OWN_USER else None
+                broke = watch(process, box, out, errors, how == BUBBLEWRAP, own, home)
             finally:
                 if how == OWN_USER:  # whatever it left running or in the shared folders
                     users.clear_up(user)
@@ -340,50 +299,3 @@ def run(command: list[str], given: Path, out: Path, box: Box, sandbox: bool | st
     finally:
         remove_tree(tmp)
     return Ran(process.returncode, stderr, broke)
-
-
-def _watch(
-    process: subprocess.Popen, box: Box, out: Path, errors, how: str = BUBBLEWRAP,
-    user: int | None = None, home: Path | None = None,
-) -> str | None:  # fmt: skip
-    """Poll the command until it ends; kill it all when it breaks a limit, and say which. The
-    wall time counts from when it starts, plus `box.startup` until its first process writes
-    `out/started` (Python and torch imported), so a slow start is not the student's time. As a
-    user of its own, every process of that user counts (one that left its process group too),
-    and so do its files in the shared temporary folders (as memory) and its home (as output)."""
-    start = time.monotonic()
-    started = None
-    while process.poll() is None:
-        pids = _tree(process.pid)
-        shared = 0
-        strays = 0
-        if how == OWN_USER:
-            pids = sorted(set(pids) | set(users.pids_of(user)))
-            shared, strays = users.shared_bytes(user)
-        broke = None
-        now = time.monotonic()
-        if started is None and box.startup and os.path.lexists(out / "started"):
-            started = now
-        used, entries = folder_usage(out)
-        used += deleted_bytes(pids)  # deleted, kept open: in no folder
-        if home is not None:
-            home_used, home_entries = folder_usage(home)
-            used, entries = used + home_used, entries + home_entries
-        if how == BUBBLEWRAP:
-            shared = tmpfs_bytes(pids)
-        if now > (started or start + box.startup) + box.seconds:
-            broke = "time"
-        elif resident_bytes(pids) + shared > box.memory_gb * 2**30:
-            broke = "memory"
-        elif len(pids) > box.processes:
-            broke = "processes"
-        elif used > box.output_mb * 2**20 or entries > MAX_ENTRIES or strays > users.STRAY_ENTRIES:
-            broke = "output"
-        elif os.fstat(errors.fileno()).st_size > STDERR_BYTES:
-            broke = "output"
-        if broke:
-            _kill(process)
-            return broke
-        time.sleep(POLL_SECONDS)
-    _kill(process)  # anything it left behind (without a sandbox; with one, nothing is left)
-    return None

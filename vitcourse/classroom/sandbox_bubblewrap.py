@@ -35,8 +35,16 @@ def package_dir() -> Path:
     return Path(vitcourse.__file__).resolve().parent
 
 
-def command_line(command: list[str], box, given: Path, out: Path, passwd: Path, env: dict,
-           seccomp: int | None = None, user: int | None = None) -> list[str]:  # fmt: skip
+def command_line(
+    command: list[str],
+    box,
+    given: Path,
+    out: Path,
+    passwd: Path,
+    env: dict,
+    seccomp: int | None = None,
+    user: int | None = None,
+) -> list[str]:
     """bubblewrap's command line. `user`: the host user the command becomes (the grader is root,
     see `vitcourse.classroom.sandbox_user`); None: the teacher, as uid 1000 of a user namespace."""
     args = ["bwrap", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]

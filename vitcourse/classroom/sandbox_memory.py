@@ -127,7 +127,7 @@ def tmpfs_bytes(pids: list[int]) -> int:
 def deleted_bytes(pids: list[int]) -> int:
     """What the files that the processes `pids` deleted but still hold open take (on disk, or in
     a memory-backed folder): no folder's size shows them. Each file counted once, wherever it was.
-    The grader counts them as output (`sandbox._watch`); one in /tmp is memory there too."""
+    The grader counts them as output (`sandbox_watch.watch`); one in /tmp is memory there too."""
     seen, total = set(), 0
     for pid in pids:
         try:

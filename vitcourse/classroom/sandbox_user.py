@@ -328,12 +328,33 @@ def clear_up(uid: int, tries: int = 20) -> None:
         if attempt and not pids_of(uid):
             break
         subprocess.run(  # `kill(-1)` between the change of user and the exec of `true`
-            ["true"], user=uid, group=uid, extra_groups=[], check=False,
+            ["true"],
+            user=uid,
+            group=uid,
+            extra_groups=[],
+            check=False,
             preexec_fn=lambda: os.kill(-1, signal.SIGKILL),
-        )  # fmt: skip
+        )
     for folder in dict.fromkeys(p.resolve() for p in SHARED_TMP if p.is_dir()):
         subprocess.run(
-            ["find", str(folder), "-xdev", "-mindepth", "1", "-maxdepth", "1", "-uid", str(uid),
-             "-exec", "rm", "-rf", "--", "{}", "+"],
-            check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+            [
+                "find",
+                str(folder),
+                "-xdev",
+                "-mindepth",
+                "1",
+                "-maxdepth",
+                "1",
+                "-uid",
+                str(uid),
+                "-exec",
+                "rm",
+                "-rf",
+                "--",
+                "{}",
+                "+",
+            ],
+            check=False,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )

@@ -87,8 +87,14 @@ def nbgrader_metadata(source: str, has_solution: bool, index: int) -> dict | Non
     check = re.match(r"\s*(\w+) = check_\w+\(\1\)\s*$", source)
     if check:  # an autograder test: locked, one point
         grade_id = f"check_{check.group(1)}"
-        return {**base, "grade": True, "grade_id": grade_id, "locked": True, "points": 1,
-                "solution": False}  # fmt: skip
+        return {
+            **base,
+            "grade": True,
+            "grade_id": grade_id,
+            "locked": True,
+            "points": 1,
+            "solution": False,
+        }
     if has_solution:
         defined = re.search(r"^(?:def|class)\s+(\w+)", source, flags=re.M)
         grade_id = defined.group(1) if defined else f"answer_{index}"

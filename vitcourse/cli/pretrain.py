@@ -208,10 +208,14 @@ def _describe(run: PretrainRun, model: MaskedAutoencoder, loaders, trainer) -> s
         "{parameters} parameters with the decoder; {percent}% of the patches hidden; "
         "{images} images, no labels; device {device}"
     ).format(
-        depth=e.depth, dim=e.dim, side=e.grid_size, parameters=number(model.num_parameters()),
-        percent=round(100 * config.mask_ratio), images=number(len(loaders.train.dataset)),
+        depth=e.depth,
+        dim=e.dim,
+        side=e.grid_size,
+        parameters=number(model.num_parameters()),
+        percent=round(100 * config.mask_ratio),
+        images=number(len(loaders.train.dataset)),
         device=trainer.device,
-    )  # fmt: skip
+    )
 
 
 def _draw_reconstructions(model: MaskedAutoencoder, loaders, name: str, out: Path) -> None:

@@ -111,7 +111,7 @@ class RunFolder:
 
     def export_transformers(self, model: nn.Module) -> Path:
         """Write `model` as a Hugging Face ViTForImageClassification into OUT/transformers/."""
-        from vitcourse.pretrained import to_transformers
+        from vitcourse.bridges.transformers import to_transformers
 
         try:
             exported = to_transformers(model)

@@ -20,7 +20,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from vitcourse.checkpoints import CheckpointError, build_model, load_checkpoint, load_model
+from vitcourse.checkpoints import CheckpointError, build_model, load_model
+from vitcourse.cli.fine_tuning import init_config, start_from
 from vitcourse.cli.runs import RunFolder, command_line, resumed_train_config, run_length
 from vitcourse.cnn import CNNConfig, cnn_preset_for
 from vitcourse.data.datasets import DatasetInfo
@@ -32,7 +33,7 @@ from vitcourse.live import LivePlot
 from vitcourse.presets import preset_for
 from vitcourse.training.distillation import DistillationTrainer
 from vitcourse.training.loop import TrainConfig, Trainer
-from vitcourse.vit import ViTConfig, copy_encoder
+from vitcourse.vit import ViTConfig
 
 # The default batch, per process: a GPU takes 4 times the CPU's batch of these small images.
 CPU_BATCH, GPU_BATCH = 128, 512
@@ -51,14 +52,32 @@ def scaled_lr(batch_size: int) -> float:
 # What run.json keeps and --resume takes back from it, so an interrupted run continues on the
 # same data. Its key names are the file's: runs written before stay readable.
 RUN_ARGS = (
-    "dataset", "model", "fraction", "val_size", "batch_size", "no_augment",
-    "init", "freeze", "teacher", "distillation", "alpha", "tau",
-)  # fmt: skip
+    "dataset",
+    "model",
+    "fraction",
+    "val_size",
+    "batch_size",
+    "no_augment",
+    "init",
+    "freeze",
+    "teacher",
+    "distillation",
+    "alpha",
+    "tau",
+)
 # The options that size a ViT: --model cnn refuses them all, --init all but --pool and --drop-path.
 VIT_ONLY = (
-    "preset", "patch_size", "dim", "depth", "num_heads", "mlp_dim",
-    "pool", "drop_path", "stem_channels", "stem_stride",
-)  # fmt: skip
+    "preset",
+    "patch_size",
+    "dim",
+    "depth",
+    "num_heads",
+    "mlp_dim",
+    "pool",
+    "drop_path",
+    "stem_channels",
+    "stem_stride",
+)
 
 
 @dataclass(frozen=True)
@@ -262,11 +281,17 @@ def folder_line(info: DatasetInfo) -> str:
     classes = ", ".join(info.classes[:8]) + (", ..." if info.classes[8:] else "")
     numbers = ", ".join(f"{m:.3f}/{s:.3f}" for m, s in zip(info.mean, info.std, strict=True))
     channels = _("{count} channels") if info.channels > 1 else _("{count} channel")
-    return _("{folder}: {count} classes ({classes}), {size} x {size} pixels, {channels}, mean/std "
-             "{numbers} (kept in run.json)").format(
-        folder=info.folder, count=len(info.classes), classes=classes, size=info.image_size,
-        channels=channels.format(count=info.channels), numbers=numbers,
-    )  # fmt: skip
+    return _(
+        "{folder}: {count} classes ({classes}), {size} x {size} pixels, {channels}, mean/std "
+        "{numbers} (kept in run.json)"
+    ).format(
+        folder=info.folder,
+        count=len(info.classes),
+        classes=classes,
+        size=info.image_size,
+        channels=channels.format(count=info.channels),
+        numbers=numbers,
+    )
 
 
 def _check_combinations(settings: dict) -> None:
@@ -308,7 +333,9 @@ def _model_config(
             )
         return cnn_preset_for(info)
     if settings["init"] and not args.resume:  # a resumed run's sizes come from its checkpoint
-        return _init_config(args, info)
+        sizes = [flag for flag in _flags(args, VIT_ONLY) if flag not in ("--drop-path", "--pool")]
+        changes = {n: getattr(args, n) for n in ("drop_path", "pool") if getattr(args, n)}
+        return init_config(args.init, info, sizes, changes)
     changes = {n: getattr(args, n) for n in VIT_ONLY[1:] if getattr(args, n) is not None}
     try:
         return preset_for(info, args.preset or info.train_preset, **changes)
@@ -327,62 +354,3 @@ def _train_config(args: argparse.Namespace, batch_size: int) -> TrainConfig:
         label_smoothing=args.label_smoothing,
         seed=args.seed,
     )
-
-
-def _init_config(args: argparse.Namespace, info) -> ViTConfig:
-    """The config of the ViT in --init, with the dataset's classes; a clear error if it cannot
-    read the dataset's images or if sizes were asked for too."""
-    sizes = [flag for flag in _flags(args, VIT_ONLY) if flag not in ("--drop-path", "--pool")]
-    if sizes:
-        raise SystemExit(
-            _("error: --init {path} sets the model's sizes; drop {options}").format(
-                path=args.init, options=", ".join(sizes)
-            )
-        )
-    try:
-        state = load_checkpoint(args.init)
-    except CheckpointError as e:
-        raise SystemExit(f"error: --init: {e}") from None
-    architecture = state.get("architecture", "vit")
-    if architecture not in ("vit", "mae"):
-        raise SystemExit(
-            _(
-                "error: --init expects a ViT or a pre-training run (vitcourse.pretrain's model.pt "
-                "or checkpoint.pt); {path} holds a {architecture!r} model"
-            ).format(path=args.init, architecture=architecture)
-        )
-    config = state["model_config"]
-    encoder = ViTConfig(**(config["encoder"] if architecture == "mae" else config))
-    wanted = (info.channels, info.image_size, info.image_size)
-    found = (encoder.in_channels, encoder.image_size, encoder.image_size)
-    if wanted != found:
-        raise SystemExit(
-            _(
-                "error: --init {path} holds a ViT for {found} images (channels x height x width); "
-                "{dataset} has {wanted} images"
-            ).format(
-                path=args.init,
-                found="x".join(map(str, found)),
-                dataset=info.name,
-                wanted="x".join(map(str, wanted)),
-            )  # fmt: skip
-        )
-    changes = {"num_classes": len(info.classes)}
-    changes.update({n: getattr(args, n) for n in ("drop_path", "pool") if getattr(args, n)})
-    return dataclasses.replace(encoder, **changes)
-
-
-def start_from(model: torch.nn.Module, path: Path, freeze: bool) -> None:
-    """Copy every weight of the ViT in `path` into `model` except its head (the classes change);
-    with `freeze`, only the new head will train."""
-    state = load_checkpoint(path)
-    weights = state["model"]
-    if state.get("architecture") == "mae":  # a whole masked autoencoder: keep its encoder
-        weights = {k[len("encoder.") :]: v for k, v in weights.items() if k.startswith("encoder.")}
-    try:
-        copy_encoder(model, weights)
-    except ValueError as e:
-        raise SystemExit(f"error: --init {path}: {e}") from None
-    if freeze:
-        for name, parameter in model.named_parameters():
-            parameter.requires_grad_(name.startswith("head"))

@@ -65,10 +65,10 @@ class InMemoryImages(Dataset):
     ):
         if images.dtype != torch.uint8 or images.ndim != 4 or len(images) != len(labels):
             raise ValueError(
-                _("expected uint8 images (N, C, H, W) and N labels, got {dtype} {shape} and "
-                  "{count} labels").format(
-                    dtype=images.dtype, shape=tuple(images.shape), count=len(labels)
-                )
+                _(
+                    "expected uint8 images (N, C, H, W) and N labels, got {dtype} {shape} and "
+                    "{count} labels"
+                ).format(dtype=images.dtype, shape=tuple(images.shape), count=len(labels))
             )
         self.images, self.labels, self.info, self.augment = images, labels, info, augment
         self._mean = torch.tensor(info.mean, device=images.device).view(1, -1, 1, 1)

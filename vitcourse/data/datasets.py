@@ -192,10 +192,10 @@ def dataset_info(name: str) -> DatasetInfo:
     key = table_key(name)
     if key not in DATASETS:
         raise ValueError(
-            _("unknown dataset {name}: expected one of {names}, or the path of a folder of your "
-              "own images with one sub-folder per class").format(
-                name=repr(name), names=", ".join(DATASETS)
-            )
+            _(
+                "unknown dataset {name}: expected one of {names}, or the path of a folder of your "
+                "own images with one sub-folder per class"
+            ).format(name=repr(name), names=", ".join(DATASETS))
         )
     # Its class names as the learner reads them (the table keeps the English; the catalogs take
     # every class name of the table: vitcourse.translation.catalogs.package_template).

@@ -62,10 +62,10 @@ def prepare_fashion_mnist(root: str | Path | None = None) -> Path:
             got = _md5(target.read_bytes())
             if got != expected:
                 raise DatasetNotFoundError(
-                    _("{file} is damaged: its MD5 is {got}, expected {expected}. Delete it and "
-                      "it will be unpacked again from the .gz archive.").format(
-                        file=target, got=got, expected=expected
-                    )
+                    _(
+                        "{file} is damaged: its MD5 is {got}, expected {expected}. Delete it and "
+                        "it will be unpacked again from the .gz archive."
+                    ).format(file=target, got=got, expected=expected)
                 )
             continue
         archive = _find_fashion_archive(raw, filename)
@@ -74,11 +74,11 @@ def prepare_fashion_mnist(root: str | Path | None = None) -> Path:
         got = _md5(content)
         if got != expected:
             raise DatasetNotFoundError(
-                _("{archive} does not hold the official Fashion-MNIST {file}: MD5 {got}, "
-                  "expected {expected}. Restore it with {restore} or from Debian's {package} "
-                  "package.").format(
-                    archive=archive, file=filename, got=got, expected=expected, **_RESTORE
-                )
+                _(
+                    "{archive} does not hold the official Fashion-MNIST {file}: MD5 {got}, "
+                    "expected {expected}. Restore it with {restore} or from Debian's {package} "
+                    "package."
+                ).format(archive=archive, file=filename, got=got, expected=expected, **_RESTORE)
             )
         raw.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(target.name + ".tmp")
@@ -129,9 +129,11 @@ def _find_fashion_archive(raw: Path, filename: str) -> Path:
         if (folder / f"{filename}.gz").exists():
             return folder / f"{filename}.gz"
     raise DatasetNotFoundError(
-        _("fashion-mnist: {file} is missing from {folder}. The course ships the four archives "
-          "in {shipped}: restore them with {restore}, or copy them from Debian's {package} "
-          "package ({installed}).").format(
+        _(
+            "fashion-mnist: {file} is missing from {folder}. The course ships the four archives "
+            "in {shipped}: restore them with {restore}, or copy them from Debian's {package} "
+            "package ({installed})."
+        ).format(
             file=f"{filename}.gz",
             folder=shown_path(raw),
             shipped="data/FashionMNIST/raw/",
@@ -162,7 +164,7 @@ def _missing_message(info: DatasetInfo, root: Path, url: str, reason: str) -> st
         name=info.name,
         folder=shown_path(root),
         reason=reason,
-        command=f"python -c \"from vitcourse.data import load_dataset; "
+        command=f'python -c "from vitcourse.data import load_dataset; '
         f"load_dataset('{info.name}')\"",
         url=url.rsplit("/", 1)[0],
         archives=archives,

@@ -103,8 +103,9 @@ def kept_info(path: str | os.PathLike, kept: dict) -> DatasetInfo:
     info = folder_info(path, kept["image_size"])
     if list(info.classes) != list(kept["classes"]):
         raise FolderError(
-            _("the classes in {folder} changed since the run began: it had {before}; now "
-              "{now}").format(
+            _(
+                "the classes in {folder} changed since the run began: it had {before}; now {now}"
+            ).format(
                 folder=info.folder, before=", ".join(kept["classes"]), now=", ".join(info.classes)
             )
         )
@@ -155,8 +156,10 @@ def _read(path: str | os.PathLike, image_size: int | None) -> _Folder:
         raise FolderError(_("there is no folder {folder}").format(folder=root))
     if not root.is_dir():
         raise FolderError(
-            _("{file} is a file, not a folder: your own dataset is a folder with one sub-folder "
-              "per class (unzip an archive first)").format(file=root)
+            _(
+                "{file} is a file, not a folder: your own dataset is a folder with one sub-folder "
+                "per class (unzip an archive first)"
+            ).format(file=root)
         )
     changed = _modification_times(root)
     cached = _READ.get((root, size))
@@ -221,8 +224,10 @@ def _layout(root: Path) -> dict[str, Path]:
     others = [f.name for f in folders if f.name.lower() not in SPLITS]
     if others:
         raise FolderError(
-            _("{folder} has split folders ({splits}) and also {others}: put every class in "
-              "{train} and {test} (or {val}), or none").format(
+            _(
+                "{folder} has split folders ({splits}) and also {others}: put every class in "
+                "{train} and {test} (or {val}), or none"
+            ).format(
                 folder=root,
                 splits=", ".join(f.name for f in splits.values()),
                 others=", ".join(others),
@@ -242,11 +247,15 @@ def _list_files(root: Path, splits: dict[str, Path]) -> tuple[tuple[str, ...], l
     classes = tuple(sorted(set().union(*per_split.values())))
     if len(classes) < 2:
         if classes:
-            message = _("found 1 class ({name}) in {folder}: a classifier needs at least two, "
-                        "each a sub-folder of its images ({example})")
+            message = _(
+                "found 1 class ({name}) in {folder}: a classifier needs at least two, "
+                "each a sub-folder of its images ({example})"
+            )
         else:
-            message = _("found no class sub-folders in {folder}: a classifier needs at least "
-                        "two, each a sub-folder of its images ({example})")
+            message = _(
+                "found no class sub-folders in {folder}: a classifier needs at least "
+                "two, each a sub-folder of its images ({example})"
+            )
         raise FolderError(
             message.format(
                 name=classes[0] if classes else "",
@@ -280,18 +289,15 @@ def _check_training_images(train: Path, classes: tuple, labels: torch.Tensor, na
     trained = labels[torch.tensor([n == "train" for n in names])]
     missing = [c for i, c in enumerate(classes) if not (trained == i).any()]
     if missing:
-        where = ", ".join(str(train / c) for c in missing)
-        raise FolderError(
-            _("class {names} has no training image: no readable image in {folders}").format(
-                names=", ".join(missing), folders=where
-            )
-        )
+        names, where = ", ".join(missing), ", ".join(str(train / c) for c in missing)
+        message = _("class {names} has no training image: no readable image in {folders}")
+        raise FolderError(message.format(names=names, folders=where))
     if "test" not in names:
         raise FolderError(
-            _("{folder} has too few images to set some aside for testing ({count}): give a "
-              "class {least} or more, or a {test} folder beside {train}").format(
-                folder=train, count=len(names), least=TEST_EVERY, test="test/", train="train/"
-            )
+            _(
+                "{folder} has too few images to set some aside for testing ({count}): give a "
+                "class {least} or more, or a {test} folder beside {train}"
+            ).format(folder=train, count=len(names), least=TEST_EVERY, test="test/", train="train/")
         )
 
 

@@ -77,8 +77,10 @@ def dataset_info(name: str | DatasetInfo, image_size: int | None = None) -> Data
     info = datasets.dataset_info(name)
     if image_size is not None and image_size != info.image_size:
         raise ValueError(
-            _("{argument} resizes a folder of your own images; {name}'s images are {size} x "
-              "{size}").format(argument="image_size", name=info.name, size=info.image_size)
+            _(
+                "{argument} resizes a folder of your own images; {name}'s images are {size} x "
+                "{size}"
+            ).format(argument="image_size", name=info.name, size=info.image_size)
         )
     return info
 

@@ -61,8 +61,10 @@ def distillation_loss(
         )
     if not cls_logits.shape == dist_logits.shape == teacher_logits.shape:
         raise ValueError(
-            _("expected three (B, classes) logits of one shape, got {cls}, {dist} and {teacher} "
-              "(cls, dist, teacher)").format(
+            _(
+                "expected three (B, classes) logits of one shape, got {cls}, {dist} and {teacher} "
+                "(cls, dist, teacher)"
+            ).format(
                 cls=tuple(cls_logits.shape),
                 dist=tuple(dist_logits.shape),
                 teacher=tuple(teacher_logits.shape),
@@ -111,8 +113,10 @@ class DistillationTrainer(Trainer):
         classes = (model.config.num_classes, teacher.config.num_classes)
         if classes[0] != classes[1]:
             raise ValueError(
-                _("the student has {student} classes and the teacher {teacher}: train the "
-                  "teacher on the same dataset").format(student=classes[0], teacher=classes[1])
+                _(
+                    "the student has {student} classes and the teacher {teacher}: train the "
+                    "teacher on the same dataset"
+                ).format(student=classes[0], teacher=classes[1])
             )
         self.teacher = teacher.to(self.device).eval().requires_grad_(False)
         self.kind = kind
@@ -121,8 +125,9 @@ class DistillationTrainer(Trainer):
         self.tau = tau if tau is not None else (1.0 if kind == "hard" else 3.0)
         if kind not in KINDS or not 0 <= self.alpha <= 1:
             raise ValueError(
-                _("expected {kind} in {kinds} and {alpha} in [0, 1], got {got_kind}, "
-                  "{got_alpha}").format(
+                _(
+                    "expected {kind} in {kinds} and {alpha} in [0, 1], got {got_kind}, {got_alpha}"
+                ).format(
                     kind="kind", kinds=KINDS, alpha="alpha", got_kind=repr(kind), got_alpha=alpha
                 )
             )

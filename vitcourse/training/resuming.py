@@ -86,8 +86,10 @@ def _check_fits(state: dict, path: str | Path, trainer) -> None:
     missing = {"optimizer", "schedule", "history", "rng"} - set(state)
     if missing:
         raise CheckpointError(
-            _("{path} holds a model but not a training run to resume (no {missing}): use "
-              "{function} for it").format(
+            _(
+                "{path} holds a model but not a training run to resume (no {missing}): use "
+                "{function} for it"
+            ).format(
                 path=path,
                 missing=", ".join(sorted(missing)),
                 function="vitcourse.checkpoints.load_model",
@@ -103,11 +105,11 @@ def _check_fits(state: dict, path: str | Path, trainer) -> None:
     schedule = state["schedule"]
     if schedule["batch"] and schedule.get("world_size", 1) != trainer.world_size:
         raise CheckpointError(
-            _("{path} stopped in the middle of an epoch with {processes} processes; resume it "
-              "with as many (this run has {own}), or from a checkpoint written at the end of an "
-              "epoch").format(
-                path=path, processes=schedule.get("world_size", 1), own=trainer.world_size
-            )
+            _(
+                "{path} stopped in the middle of an epoch with {processes} processes; resume it "
+                "with as many (this run has {own}), or from a checkpoint written at the end of an "
+                "epoch"
+            ).format(path=path, processes=schedule.get("world_size", 1), own=trainer.world_size)
         )
 
 

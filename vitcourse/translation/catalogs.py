@@ -47,12 +47,17 @@ def new_catalog(code: str | None = None, what: str = "the course's messages"):
 
     return Catalog(
         header_comment=HEADER.format(what=what),
-        locale=code, domain=DOMAIN, project="vitcourse", version="0.1", fuzzy=False,
-        creation_date=FIXED_DATE, revision_date=FIXED_DATE,
+        locale=code,
+        domain=DOMAIN,
+        project="vitcourse",
+        version="0.1",
+        fuzzy=False,
+        creation_date=FIXED_DATE,
+        revision_date=FIXED_DATE,
         msgid_bugs_address="https://github.com/vitcourse/vitcourse/issues",
         language_team=None if code is None else f"vitcourse <{code}>",
         last_translator=None if code is None else "vitcourse",
-    )  # fmt: skip
+    )
 
 
 def notebook_template(notebook: dict, where: str = "notebook.ipynb"):
@@ -89,15 +94,17 @@ def package_template():
         for _lineno, message, comments, context in found:
             existing = catalog.get(message, context=context)
             if existing is None:
-                catalog.add(message, context=context, locations=[(where, None)],
-                            auto_comments=comments)  # fmt: skip
+                catalog.add(
+                    message, context=context, locations=[(where, None)], auto_comments=comments
+                )
             elif (where, None) not in existing.locations:
                 existing.locations.append((where, None))
     for message in _class_names():
         if catalog.get(message) is None:
             about = "A class name of a built-in dataset: short, it titles images."
-            catalog.add(message, locations=[("vitcourse/data/datasets.py", None)],
-                        auto_comments=[about])  # fmt: skip
+            catalog.add(
+                message, locations=[("vitcourse/data/datasets.py", None)], auto_comments=[about]
+            )
     return catalog
 
 

@@ -105,15 +105,27 @@ def _comments(source: str) -> list[Piece]:
         full_line = not lines[row - 1][:col].strip()
         last = found[-1] if found else None
         if (
-            full_line and last and last.suffix == "block" and last.end[0] == row - 1
+            full_line
+            and last
+            and last.suffix == "block"
+            and last.end[0] == row - 1
             and last.start[1] == col
-        ):  # fmt: skip
-            found[-1] = Piece(last.text + "\n" + text, "comment", last.start, token.end,
-                              last.prefix, "block")  # fmt: skip
+        ):
+            found[-1] = Piece(
+                last.text + "\n" + text, "comment", last.start, token.end, last.prefix, "block"
+            )
         else:
             prefix = token.string[: len(token.string) - len(token.string.lstrip("#"))] + " "
-            found.append(Piece(text, "comment", token.start, token.end, prefix,
-                               "block" if full_line else "inline"))  # fmt: skip
+            found.append(
+                Piece(
+                    text,
+                    "comment",
+                    token.start,
+                    token.end,
+                    prefix,
+                    "block" if full_line else "inline",
+                )
+            )
     return found
 
 
@@ -173,8 +185,11 @@ def _looped_labels(target: ast.AST, values: ast.AST) -> list[ast.AST]:
     found = []
     for i, name in enumerate(target.elts):
         if isinstance(name, ast.Name) and NAMED_AS_SHOWN.search(name.id.lower()):
-            found += [row.elts[i] for row in values.elts
-                      if isinstance(row, ast.Tuple) and len(row.elts) == len(target.elts)]  # fmt: skip
+            found += [
+                row.elts[i]
+                for row in values.elts
+                if isinstance(row, ast.Tuple) and len(row.elts) == len(target.elts)
+            ]
     return found
 
 

@@ -76,12 +76,17 @@ def translated_notebook(notebook: dict, catalog, code: str, name: str) -> dict:
         more = f"\n  ... and {len(missing) - 10} more" if len(missing) > 10 else ""
         raise ValueError(f"not translated into {code} yet ({len(missing)}):\n  {shown}{more}")
     first = {
-        "cell_type": "code", "execution_count": None, "id": "vitcourse-language",
-        "metadata": {"slideshow": {"slide_type": "skip"}, "tags": ["remove-cell"]}, "outputs": [],
+        "cell_type": "code",
+        "execution_count": None,
+        "id": "vitcourse-language",
+        "metadata": {"slideshow": {"slide_type": "skip"}, "tags": ["remove-cell"]},
+        "outputs": [],
         "source": LANGUAGE_CELL.format(code=code),
-    }  # fmt: skip
-    metadata = {**notebook["metadata"], "vitcourse": {**notebook["metadata"].get("vitcourse", {}),
-                                                       "language": code}}  # fmt: skip
+    }
+    metadata = {
+        **notebook["metadata"],
+        "vitcourse": {**notebook["metadata"].get("vitcourse", {}), "language": code},
+    }
     return {**notebook, "metadata": metadata, "cells": [first, *cells]}
 
 
@@ -127,8 +132,11 @@ def main(argv: list[str] | None = None) -> None:
         description="The course in another language, from the English notebooks and the "
         "catalogs in locale/: extract, merge LANG, then LANG to write the edition.",
     )
-    parser.add_argument("step", help="extract | merge | a language to write: "
-                        + ", ".join(c for c in LANGUAGES if c != "en"))  # fmt: skip
+    parser.add_argument(
+        "step",
+        help="extract | merge | a language to write: "
+        + ", ".join(c for c in LANGUAGES if c != "en"),
+    )
     parser.add_argument("language", nargs="?", help="merge's language")
     args = parser.parse_args(argv)
     try:

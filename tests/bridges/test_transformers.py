@@ -1,4 +1,4 @@
-"""vitcourse.vit's bridge to Hugging Face transformers: `from_transformers` and `to_transformers`
+"""vitcourse.bridges.transformers: the bridge to Hugging Face transformers: `from_transformers` and `to_transformers`
 give the same logits, carry the LayerNorm epsilon, and refuse what the other side cannot hold.
 
 transformers is an optional extra (requirements-extras.txt): every test that needs it takes the
@@ -15,12 +15,13 @@ from pathlib import Path
 import pytest
 import torch
 
-import vitcourse.pretrained as vit_module
+import vitcourse.bridges.transformers as vit_module
 from tests.conftest import TINY_RGB_VIT, need
+from vitcourse.bridges.transformers import from_transformers, to_transformers
 from vitcourse.checkpoints import TRAINED_MODEL, build_model, load_model
 from vitcourse.deit import DistilledViT
 from vitcourse.presets import preset
-from vitcourse.pretrained import PretrainedUnavailable, from_transformers, to_transformers
+from vitcourse.pretrained import PretrainedUnavailable
 from vitcourse.vit import VisionTransformer, ViTConfig
 
 REPO = Path(__file__).resolve().parent.parent
@@ -321,7 +322,8 @@ def test_a_hub_name_offline_is_a_clear_error(tmp_path, transformers):
     env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_CACHE", "TRANSFORMERS_CACHE")}
     env.update(HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf-home"))
     code = (
-        "from vitcourse.pretrained import PretrainedUnavailable, from_transformers\n"
+        "from vitcourse.bridges.transformers import from_transformers\n"
+        "from vitcourse.pretrained import PretrainedUnavailable\n"
         "try:\n"
         "    from_transformers('google/vit-base-patch16-224')\n"
         "except PretrainedUnavailable as e:\n"

@@ -1,7 +1,7 @@
 """vitcourse.checks.attention: attention and MultiHeadSelfAttention accept right answers and name
 each mistake.
 The wrong answers are written the way a learner would write them, not copied from the
-checks' own simulations."""
+checks' own simulations (`vitcourse.checks.attention_slips`)."""
 
 import math
 

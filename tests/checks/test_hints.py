@@ -18,7 +18,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from vitcourse import checks
 from vitcourse.checks import harness
 
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 
 def _solution_lines() -> set[str]:
