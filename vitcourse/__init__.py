@@ -83,17 +83,23 @@ COMMANDS = {
 }
 
 
-def __getattr__(name: str):
-    """`vitcourse.ViTConfig`, `vitcourse.VisionTransformer` and `vitcourse.set_language`, imported
-    when first asked for: importing one module (`vitcourse.patching`, the grader's worker) loads
-    that module and what it needs, not the whole model with its data layer and torchvision
-    (seconds on a laptop)."""
-    if name in _ROOMS:
-        import importlib
+def front_door(package: str, rooms: dict[str, str]):
+    """A package's `__getattr__` and `__dir__` (PEP 562) for its front door: each name of `rooms`
+    is found in the module named there (under vitcourse: "data.loading") when first asked for, so
+    importing one module (`vitcourse.patching`, the grader's worker) loads that module and what it
+    needs, not the whole model with its data layer and torchvision (seconds on a laptop)."""
+    import importlib
+    import sys
 
-        return getattr(importlib.import_module(f"vitcourse.{_ROOMS[name]}"), name)
-    raise AttributeError(f"module 'vitcourse' has no attribute {name!r}")
+    def __getattr__(name: str):
+        if name in rooms:
+            return getattr(importlib.import_module(f"vitcourse.{rooms[name]}"), name)
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+    def __dir__() -> list[str]:
+        return sorted(set(vars(sys.modules[package])) | set(rooms))  # tab completion shows them
+
+    return __getattr__, __dir__
 
 
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_ROOMS))  # tab completion shows the names above
+__getattr__, __dir__ = front_door(__name__, _ROOMS)

@@ -22,16 +22,16 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import torch
 
+from vitcourse.cli import runs
 from vitcourse.cli.runs import RunFolder, command_line, resumed_train_config, run_length
 from vitcourse.data.loading import dataset_info, denormalize, make_loaders
-from vitcourse.environment import pick_device, quick_mode
+from vitcourse.environment import pick_device
 from vitcourse.language import _, number
 from vitcourse.mae import MAEConfig, MaskedAutoencoder
 from vitcourse.presets import PRESETS, preset_for
@@ -82,14 +82,15 @@ class PretrainRun:
     folder: RunFolder  # OUT: run.json, checkpoint.pt, metrics.json, reconstructions.png, model.pt
     resume: bool  # continue the checkpoint in the folder
     dataset: str  # the dataset's name as given (run.json's on --resume)
-    model_config: (
-        MAEConfig  # the encoder (a pure ViT) and the decoder; a resumed run's checkpoint's
-    )
+    # the encoder (a pure ViT) and the decoder; a resumed run's: its checkpoint's
+    model_config: MAEConfig
     train_config: TrainConfig  # length, learning rate, seed, ...
     batch_size: int  # images per step
     no_augment: bool  # True: no random crops and flips
     device: torch.device  # where it trains
     command: str = "python -m vitcourse.pretrain"  # the command line, recorded in model.pt
+
+    lead = True  # one process: it writes the run folder (`TrainRun.lead` under torchrun)
 
     def settings(self) -> dict:
         """What run.json holds."""
@@ -155,11 +156,7 @@ def main(argv: list[str] | None = None) -> dict:
 
 def _pretrain(run: PretrainRun) -> dict:
     """Pre-train as `run` says, and write the run folder."""
-    if not run.resume:
-        run.folder.write_settings(run.settings())
-    if quick_mode():
-        print(_("quick mode: a small subset of the data"))
-    torch.manual_seed(run.train_config.seed)
+    runs.begin(run)
     info = dataset_info(run.dataset)
     loaders = make_loaders(
         info.name,
@@ -173,12 +170,7 @@ def _pretrain(run: PretrainRun) -> dict:
     trainer = PretrainTrainer(
         model, loaders, run.train_config, callbacks=run.folder.callbacks(), device=run.device
     )
-    if run.resume:
-        print(run.folder.restore(trainer))
-    print(_describe(run, model, loaders, trainer))
-    start = time.perf_counter()
-    trainer.fit()
-    seconds = time.perf_counter() - start
+    seconds = runs.fit(run, trainer, lambda: _describe(run, model, loaders, trainer))
     if trainer.interrupted:
         print(run.folder.stopped_early("python -m vitcourse.pretrain"))
     _draw_reconstructions(trainer.model, loaders, info.name, run.folder.path)

@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import torch
 from torch import nn
 
 from vitcourse.checkpoints import CheckpointError, load_checkpoint, save_model
@@ -141,3 +143,27 @@ def resumed_train_config(state: dict, epochs: int | None, minutes: float | None)
 def command_line(program: str, argv: list[str] | None) -> str:
     """The command that started the run, as model.pt records it."""
     return " ".join([program, *(sys.argv[1:] if argv is None else argv)])
+
+
+# --- what every command's run does ------------------------------------------------------------
+
+
+def begin(run, say=print) -> None:
+    """What a run does first, whichever command: write run.json (not on --resume: it is there;
+    under torchrun, the first process alone), say quick mode, and seed."""
+    if run.lead and not run.resume:
+        run.folder.write_settings(run.settings())
+    if quick_mode():
+        say(_("quick mode: a small subset of the data"))
+    torch.manual_seed(run.train_config.seed)
+
+
+def fit(run, trainer, describe, say=print) -> float:
+    """Train: from the run folder's checkpoint on --resume, after saying what trains
+    (`describe()`, once the trainer holds what it resumed). Returns the seconds it took."""
+    if run.resume:
+        say(run.folder.restore(trainer))
+    say(describe())
+    start = time.perf_counter()
+    trainer.fit()
+    return time.perf_counter() - start

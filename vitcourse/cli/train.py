@@ -42,16 +42,15 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import time
 
 import torch
 import torch.distributed as dist
 
 from vitcourse.checkpoints import load_checkpoint
+from vitcourse.cli import runs
 from vitcourse.cli.train_options import add_options
 from vitcourse.cli.train_run import TrainRun, folder_line, plan
 from vitcourse.data.datasets import table_classes
-from vitcourse.environment import quick_mode
 from vitcourse.language import _, number
 from vitcourse.training.distillation import DistillationTrainer
 from vitcourse.training.evaluation import evaluate
@@ -87,22 +86,13 @@ PRECISION_NAMES = {None: "float32", torch.bfloat16: "bfloat16", torch.float16: "
 def _train(run: TrainRun) -> dict:
     """Train as `run` says; the first process writes the run folder."""
     say = print if run.lead else (lambda *a, **k: None)
-    if run.lead and not run.resume:
-        run.folder.write_settings(run.settings())
-    if quick_mode():
-        say(_("quick mode: a small subset of the data"))
-    torch.manual_seed(run.train_config.seed)
+    runs.begin(run, say)
     loaders = run.loaders()
     if run.info.folder is not None:
         say(folder_line(run.info))
     model = run.new_model()
     trainer = run.new_trainer(model, loaders)
-    if run.resume:
-        say(run.folder.restore(trainer))
-    say(_describe(run, model, loaders, trainer))
-    start = time.perf_counter()
-    trainer.fit()
-    seconds = time.perf_counter() - start
+    seconds = runs.fit(run, trainer, lambda: _describe(run, model, loaders, trainer), say)
     if trainer.interrupted and run.world_size > 1:
         # Each process stopped at its own point: no more steps or measurements together.
         say(run.folder.stopped_early("torchrun ... -m vitcourse.train"))

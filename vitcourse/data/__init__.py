@@ -12,6 +12,8 @@ Read `loading` first. The notebooks import from here (`from vitcourse.data impor
 load_photo`): each name is found in its room when first asked for.
 """
 
+from vitcourse import front_door
+
 # Where each name a notebook imports from `vitcourse.data` lives.
 _ROOMS = {
     name: "data.loading"
@@ -29,13 +31,4 @@ _ROOMS = {
 }  # fmt: skip
 
 
-def __getattr__(name: str):
-    if name in _ROOMS:  # the room is imported when one of its names is first asked for
-        import importlib
-
-        return getattr(importlib.import_module(f"vitcourse.{_ROOMS[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_ROOMS))  # tab completion and dir() show the forwarded names
+__getattr__, __dir__ = front_door(__name__, _ROOMS)

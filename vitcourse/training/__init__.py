@@ -15,6 +15,8 @@ import TrainConfig, Trainer, evaluate`): each is found in its room when first as
 importing one room (`vitcourse.training.scaling`) loads that room alone.
 """
 
+from vitcourse import front_door
+
 # Where each name a notebook imports from `vitcourse.training` lives.
 _ROOMS = {
     name: "training.loop"
@@ -31,13 +33,4 @@ _ROOMS = {
 }  # fmt: skip
 
 
-def __getattr__(name: str):
-    if name in _ROOMS:  # the room is imported when one of its names is first asked for
-        import importlib
-
-        return getattr(importlib.import_module(f"vitcourse.{_ROOMS[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_ROOMS))  # tab completion and dir() show the forwarded names
+__getattr__, __dir__ = front_door(__name__, _ROOMS)
