@@ -32,7 +32,10 @@ def visible_button(page, kind: str):
 @pytest.mark.parametrize("width", [390, 800])
 @pytest.mark.parametrize("name", PAGES)
 def test_the_menu_and_contents_buttons_open_what_they_say_on_a_phone_and_a_tablet(
-    book, browser, width, name  # noqa: F811 (fixtures)
+    book,  # noqa: F811 (a fixture)
+    browser,  # noqa: F811 (a fixture)
+    width,
+    name,
 ):
     context = browser.new_context(viewport={"width": width, "height": 800})
     page = context.new_page()

@@ -13,7 +13,13 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.slow  # it executes five notebooks (in quick mode)
 def test_the_pictures_script_runs_and_makes_every_picture_the_readme_shows(tmp_path):
     done = subprocess.run(
-        [sys.executable, str(ROOT / "docs" / "make_pictures.py"), "--out", str(tmp_path), "--quick"],
+        [
+            sys.executable,
+            str(ROOT / "docs" / "make_pictures.py"),
+            "--out",
+            str(tmp_path),
+            "--quick",
+        ],
         capture_output=True,
         text=True,
         cwd=ROOT,

@@ -7,8 +7,12 @@ from pathlib import Path
 from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parent.parent
-FILES = ["requirements.txt", "requirements-teachers.txt", "requirements-extras.txt",
-         "requirements-book.txt"]
+FILES = [
+    "requirements.txt",
+    "requirements-teachers.txt",
+    "requirements-extras.txt",
+    "requirements-book.txt",
+]
 
 
 def _canonical(name: str) -> str:

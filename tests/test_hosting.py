@@ -107,7 +107,10 @@ def test_on_colab_setup_installs_around_torch_fetches_the_data_and_turns_on_widg
     run, urls = Recorder(), []
     report = prepare_environment("08_vit_vs_cnn", run=run, fetch=from_the_repository(urls))
     assert report["where"] == "colab"
-    assert report["edition"] == f"vitcourse from github.com/{REPOSITORY}, {BRANCH} (vitcourse.hosting.BRANCH)"
+    assert (
+        report["edition"]
+        == f"vitcourse from github.com/{REPOSITORY}, {BRANCH} (vitcourse.hosting.BRANCH)"
+    )
     # One pip command, for the missing package only; torch and torchvision held where they are.
     [command] = run.commands
     assert command[:4] == [sys.executable, "-m", "pip", "install"]

@@ -179,6 +179,19 @@ def _lines(node: ast.AST) -> int:
     return node.end_lineno - node.lineno + 1
 
 
+def test_the_formatter_lays_out_the_package_but_a_few_tables():
+    """The package reads as `ruff format` writes it (.ci/run checks that): the formatter is switched
+    off only on the few tables whose alignment teaches, and a module meets the 400 lines below
+    in that layout, not by switching the formatter off."""
+    skipped = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if "# fmt: skip" in line or "# fmt: off" in line
+    ]
+    assert len(skipped) <= 5, skipped
+
+
 def test_every_module_and_function_is_readable_in_one_sitting():
     """The house rules (CONTRIBUTING.md): a module a learner reads in one sitting (400 lines), no
     function a chapter of its own (65)."""
