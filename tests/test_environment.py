@@ -1,5 +1,5 @@
 """vitcourse.environment: quick mode, device choice, the report notebook 00 prints, the
-reachability probe, and the hosting names it still answers for."""
+reachability probe; the hosting names are not in it (their one home is vitcourse.hosting)."""
 
 import http.server
 import socket

@@ -285,8 +285,8 @@ def _defined_in(path: Path) -> set[str]:
 
 def test_the_package_imports_each_name_from_the_module_that_defines_it():
     """One home per name: inside the package, `from vitcourse.X import n` and `X.n` (after
-    `from vitcourse import X`) name the module that defines `n`, never one that imports it or
-    forwards it (`_MOVED`: the old homes kept for the notebooks and learners' own code)."""
+    `from vitcourse import X`) name the module that defines `n`, never one that imports it
+    (and no module but a front door forwards a name: tested below)."""
     paths = {_module_name(path): path for path in PACKAGE.rglob("*.py")}
     defined = {module: _defined_in(path) for module, path in paths.items()}
 

@@ -50,7 +50,8 @@ And the machinery, in subpackages named for who uses it (each opens with a map o
 Commands: `train`, `pretrain`, `grade`, `student` and `translate` are files of a few lines, so
 that the documented commands (`python -m vitcourse.train`) are short; each runs the module of that
 name in its subpackage. Every other name has one home, and the notebooks import it from there or
-from its subpackage's front door (`vitcourse.data`, `vitcourse.training`, `vitcourse.checks`).
+from its package's front door (`vitcourse`, `vitcourse.data`, `vitcourse.training`,
+`vitcourse.checks`).
 
 Imports flow one way, from the bottom up (tests/test_package.py checks there is no cycle,
 subpackages included): hosting and environment; then patching and scrambling (a scrambled

@@ -7,9 +7,10 @@ Introduced in notebook 05. The forward pass has three stages, one per notebook t
     forward_head     (B, T, D) -> (B, classes)  pool (cls token or mean of patches), then classify
 
 Submodule names follow timm (`patch_embed`, `cls_token`, `pos_embed`, `blocks`, `norm`, `head`),
-so `vitcourse.pretrained.from_timm` copies a timm ViT's weights by name (`from_torchvision` and
-`from_transformers` map other names). The named sizes are in `vitcourse.presets`, DeiT's
-distilled ViT in `vitcourse.deit`: this file imports only the model's own pieces and torch.
+so `vitcourse.pretrained.from_timm` copies a timm ViT's weights by name (`from_torchvision`,
+and `from_transformers` in `vitcourse.bridges.transformers`, map other names). The named sizes
+are in `vitcourse.presets`, DeiT's distilled ViT in `vitcourse.deit`: this file imports only the
+model's own pieces and torch.
 A "hybrid" ViT (`stem_channels`, notebook 08) runs a few convolutions in `stem` before `embed`
 cuts patches; for a pure ViT, the default, `stem` is empty. With `stem_stride=2` each convolution
 halves the image, so the stem itself makes the token grid (Xiao et al. 2021, "Early convolutions

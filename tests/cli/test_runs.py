@@ -112,7 +112,9 @@ def test_train_and_pretrain_write_the_same_run_folder(tmp_path):
         folder = RunFolder(Path(argv[argv.index("--out") + 1]))
         files = {p.name for p in folder.path.iterdir()}
         assert {"run.json", "checkpoint.pt", "metrics.json", "model.pt"} <= files, cli.__name__
-        documented = cli.__name__.replace(".cli.", ".")  # python -m vitcourse.train, its old door
+        documented = cli.__name__.replace(
+            ".cli.", "."
+        )  # python -m vitcourse.train, its command file
         assert load_checkpoint(folder.model_file)["command"] == " ".join(
             [f"python -m {documented}", *argv]
         )

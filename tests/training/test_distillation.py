@@ -1,5 +1,5 @@
-"""vitcourse.training.distillation and deit.DistilledViT: DeiT's distillation token and losses
-(notebook 09)."""
+"""vitcourse.training.distillation: DeiT's distillation losses and trainer (notebook 09). (The
+student with its distillation token is tested in tests/test_deit.py.)"""
 
 import dataclasses
 import math

@@ -57,7 +57,7 @@ def command_line(
         command = users.as_user(user, command)
     args += ["--clearenv", "--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev"]
     # /dev's own tmpfs may hold half the machine's memory, unaccounted: read-only, with a small
-    # /dev/shm of its own (its use, and /tmp's, count towards the memory limit: see `_watch`).
+    # /dev/shm of its own (its use, and /tmp's, count towards the memory limit: see `sandbox_watch`).
     args += ["--perms", "1777", "--size", str(SHM_MB * 2**20), "--tmpfs", "/dev/shm"]
     if seccomp is not None:  # memfd_create refused: pages never mapped escape any count
         args += ["--seccomp", str(seccomp)]

@@ -1,6 +1,6 @@
 """Shared memory in a sandbox, held to the memory limit where no cgroup counts it.
 
-A process's resident memory (what `vitcourse.classroom.sandbox` sums over a sandbox's processes)
+A process's resident memory (what `vitcourse.classroom.sandbox_watch` sums over a sandbox's processes)
 leaves out files in memory-backed folders and memfd pages that were never mapped: a student could
 hold gigabytes there under any limit. So a sandbox gets (see `sandbox_bubblewrap.command_line`):
 
