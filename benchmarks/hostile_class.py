@@ -1,4 +1,5 @@
-"""What the grader's sandbox stops: the hostile class of tests/hostile.py, graded with and without it.
+"""What the grader's sandbox stops: the hostile class of tests/classroom/hostile.py, graded with
+and without it.
 
     python benchmarks/hostile_class.py            # both, then a table of what each attack reached
     python benchmarks/hostile_class.py --only sandbox

@@ -20,7 +20,8 @@ import pytest
 from tests.conftest import need, need_sandbox
 from vitcourse import checks, language
 from vitcourse.classroom import autograder, grade, gradebook, platforms, sandbox
-from vitcourse.classroom.grading import match_notebook
+from vitcourse.classroom.gradebook import Grade, summarise
+from vitcourse.classroom.grading import exercises_by_notebook, match_notebook
 from vitcourse.classroom.student import student_notebook
 from vitcourse.translation.catalogs import package_template
 
@@ -46,7 +47,7 @@ def test_exercises_are_the_notebooks_check_cells():
             found[path.stem] = bound
         for name in bound:
             assert re.search(rf"^(def|class) {name}\b", source, flags=re.M), (path.name, name)
-    assert grade.exercises_by_notebook() == found
+    assert exercises_by_notebook() == found
     assert len(checks.EXERCISES) == 17
 
 
@@ -61,13 +62,13 @@ def test_notebooks_are_matched_by_name_or_number():
 
 def test_summary_counts_and_common_mistakes():
     rows = [
-        grade.Grade("ada", "01_patches", "patchify", "passed"),
-        grade.Grade("bob", "01_patches", "patchify", "wrong", "patchify: x\nHint: A", "A"),
-        grade.Grade("cy", "01_patches", "patchify", "wrong", "patchify: y\nHint: A", "A"),
-        grade.Grade("dee", "01_patches", "patchify", "timeout", "ran past"),
-        grade.Grade("eve", "01_patches", "patchify", "error", "ValueError: <b>mine</b>"),
+        Grade("ada", "01_patches", "patchify", "passed"),
+        Grade("bob", "01_patches", "patchify", "wrong", "patchify: x\nHint: A", "A"),
+        Grade("cy", "01_patches", "patchify", "wrong", "patchify: y\nHint: A", "A"),
+        Grade("dee", "01_patches", "patchify", "timeout", "ran past"),
+        Grade("eve", "01_patches", "patchify", "error", "ValueError: <b>mine</b>"),
     ]
-    text = grade.summarise(rows, ["x.txt: not a student folder", "<i>.txt: hidden"])
+    text = summarise(rows, ["x.txt: not a student folder", "<i>.txt: hidden"])
     assert "| patchify | 01_patches | 1 of 5 | 2 | 0 | 1 | 1 |" in text
     assert "- **patchify** (2 students): A" in text
     assert "mine" not in text  # a student's own words are never a "common mistake"
@@ -76,10 +77,10 @@ def test_summary_counts_and_common_mistakes():
 
 def test_reports_escape_what_students_wrote(tmp_path):
     rows = [
-        grade.Grade("=1+2", "01_patches", "patchify", "passed"),
-        grade.Grade("<b>bo</b>", "01_patches", "patchify", "error", "ValueError: <script>[x](y)"),
-        grade.Grade("<b>bo</b>", "01_patches", "unpatchify", "passed"),
-        grade.Grade("x;=1+2", "01_patches", "patchify", "error", "a\x1b]0;owned\x07\u202eb\nc"),
+        Grade("=1+2", "01_patches", "patchify", "passed"),
+        Grade("<b>bo</b>", "01_patches", "patchify", "error", "ValueError: <script>[x](y)"),
+        Grade("<b>bo</b>", "01_patches", "unpatchify", "passed"),
+        Grade("x;=1+2", "01_patches", "patchify", "error", "a\x1b]0;owned\x07\u202eb\nc"),
     ]
     gradebook.write_reports(rows, [], [], tmp_path)
     text = (tmp_path / "grades.csv").read_text()
@@ -315,8 +316,8 @@ def test_the_feedback_speaks_the_graders_language(tmp_path, monkeypatch):
     language.set_language("es")
     missing = gradebook._(gradebook.NOT_HANDED_IN)
     rows = [
-        grade.Grade("ana", "01_patches", "patchify", "wrong", "patchify: x\nPista: mira", "y"),
-        grade.Grade("ana", "03_attention", "attention", "not attempted", missing),
+        Grade("ana", "01_patches", "patchify", "wrong", "patchify: x\nPista: mira", "y"),
+        Grade("ana", "03_attention", "attention", "not attempted", missing),
     ]
     gradebook.write_reports(rows, [], [], tmp_path)
     feedback = (tmp_path / "feedback" / f"{gradebook.file_name('ana')}.md").read_text()
@@ -381,7 +382,7 @@ def test_a_class_that_fails_the_same_way_everywhere_is_refused(tmp_path, monkeyp
         grade,
         "grade_notebook",
         lambda student, notebook, *a: [
-            grade.Grade(student, notebook, n, "error", why) for n in ("patchify", "unpatchify")
+            Grade(student, notebook, n, "error", why) for n in ("patchify", "unpatchify")
         ],  # fmt: skip
     )
     teacher = (NOTEBOOKS / "01_patches.ipynb").read_text()
@@ -394,7 +395,7 @@ def test_a_class_that_fails_the_same_way_everywhere_is_refused(tmp_path, monkeyp
     said = capsys.readouterr().err.strip().splitlines()[-1]  # after the progress bar
     assert said.startswith("error: every notebook failed the same way") and why in said
     assert (tmp_path / "out" / "grades.csv").read_text().count("ada") == 2
-    assert grade.same_failure([grade.Grade("ada", "01_patches", "patchify", "error", why)]) is None
+    assert grade.same_failure([Grade("ada", "01_patches", "patchify", "error", why)]) is None
 
 
 def test_a_crash_while_grading_is_an_error_for_that_student_alone(tmp_path, monkeypatch):
@@ -405,7 +406,7 @@ def test_a_crash_while_grading_is_an_error_for_that_student_alone(tmp_path, monk
     def grade_notebook(student, notebook, *args):
         if student == "bad":
             raise RecursionError("maximum recursion depth exceeded\nwhile calling")
-        return [grade.Grade(student, notebook, n, "passed") for n in ("patchify", "unpatchify")]
+        return [Grade(student, notebook, n, "passed") for n in ("patchify", "unpatchify")]
 
     monkeypatch.setattr(grade, "grade_notebook", grade_notebook)
     teacher = (NOTEBOOKS / "01_patches.ipynb").read_text()

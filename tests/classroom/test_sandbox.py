@@ -17,6 +17,7 @@ from tests.classroom.hostile import processes_with
 from tests.conftest import need_root, need_sandbox
 from vitcourse import language
 from vitcourse.classroom import sandbox, sandbox_bubblewrap, sandbox_user, sandbox_watch
+from vitcourse.classroom.sandbox_bubblewrap import INSIDE
 from vitcourse.classroom.sandbox_memory import REFUSED_CALLS, SHM_MB, seccomp_filter
 
 
@@ -345,7 +346,7 @@ def test_the_graders_language_reaches_the_sandbox(tmp_path, monkeypatch, how):
     given, out = tmp_path / "in", tmp_path / "out"
     given.mkdir()
     code = "import os, sys\nopen(sys.argv[1] + '/lang', 'w').write(os.environ.get('VITCOURSE_LANG', '-'))\n"
-    done = sandbox.run([sys.executable, "-c", code, str(sandbox.INSIDE / "out")], given, out,
+    done = sandbox.run([sys.executable, "-c", code, str(INSIDE / "out")], given, out,
                        sandbox.Box(seconds=60, memory_gb=1.0), how)  # fmt: skip
     assert done.returncode == 0 and done.broke is None, done.stderr[-2000:]
     assert (out / "lang").read_text() == "es"
@@ -386,7 +387,7 @@ def test_a_user_of_its_own_reads_no_private_file_and_leaves_nothing(tmp_path):
     given, out = tmp_path / "in", tmp_path / "out"
     given.mkdir()
     box = sandbox.Box(seconds=60, memory_gb=1.0)
-    done = sandbox.run([sys.executable, "-c", code, str(sandbox.INSIDE / "out")], given, out, box,
+    done = sandbox.run([sys.executable, "-c", code, str(INSIDE / "out")], given, out, box,
                        sandbox.OWN_USER)  # fmt: skip
     assert done.returncode == 0 and done.broke is None, done.stderr[-2000:]
     uid, home, variables, *refused, memfd, shmget, fallocate = (
@@ -453,7 +454,7 @@ def test_a_zombie_whose_thread_runs_on_is_killed(tmp_path):
     )
     given, out = tmp_path / "in", tmp_path / "out"
     given.mkdir()
-    done = sandbox.run([sys.executable, "-c", code, str(sandbox.INSIDE / "out")], given, out,
+    done = sandbox.run([sys.executable, "-c", code, str(INSIDE / "out")], given, out,
                        sandbox.Box(seconds=60, memory_gb=1.0), sandbox.OWN_USER)  # fmt: skip
     assert done.broke is None, done.stderr[-2000:]
     uid = int((out / "uid").read_text())
