@@ -250,6 +250,9 @@ nb_execution_in_temp = True  # what a notebook writes (runs/, checkpoints) stays
 nb_execution_raise_on_error = True  # a cell that fails stops the build, naming the notebook
 nb_execution_show_tb = True
 nb_merge_streams = False  # 1.4 merges them and keeps the parts too: every line twice
+# A quiz (vitcourse.quiz) is widgets in JupyterLab and HTML in the book: a page has no kernel for
+# the widgets, so the book shows the HTML, which answers in the page (_static/quiz.js).
+nb_mime_priority_overrides = [("*", "application/vnd.jupyter.widget-view+json", None)]
 
 # The package's reference, one page per module, from the docstrings (reference.md).
 autosummary_generate = True
@@ -278,7 +281,8 @@ html_static_path = ["_static"]
 html_css_files = ["course.css"]
 # navigation.js: the menu and contents buttons work on every screen (a theme bug; the file says).
 # figures.js: each figure a notebook draws is a link to its image, to open at full size.
-html_js_files = ["navigation.js", "figures.js"]
+# quiz.js: the notebooks' questions answer in the page (vitcourse/quiz_page.py writes them).
+html_js_files = ["navigation.js", "figures.js", "quiz.js"]
 html_favicon = "favicon.png"
 # Light or dark as the reader's system is set (the theme's switch still changes it); named, as the
 # theme's switch otherwise logs an error at first.

@@ -10,8 +10,9 @@ nbconvert's own page loads reveal.js, require.js, jQuery and MathJax from CDNs, 
 blank offline (jupyter/nbconvert#296). The book's page (`_slides/index.html.j2`) loads them from the
 book: reveal.js from the copy that PyPI's sphinx-revealjs ships (`copy_reveal`), MathJax from the
 copy sphinx-mathjax-offline already puts in `_static/`. On the deck: the exercise as the student
-copy has it, its solution's code left out (its output kept), the speaker's notes in reveal's
-speaker view (press "s").
+copy has it, its solution's code left out (its output kept), each quiz question a slide of its own
+with its answer in the speaker's notes (`quiz_slides`), the speaker's notes in reveal's speaker
+view (press "s").
 """
 
 from __future__ import annotations
@@ -111,6 +112,34 @@ def output_slides(notebook):
     return notebook
 
 
+def quiz_slides(notebook, language: str = "en"):
+    """A cell that shows questions (`quiz("NN_name", {...})`, vitcourse.quiz) becomes a slide per
+    question, its options listed, and the right answer with its reason in the speaker's notes: a
+    teacher asks the room, then reads the answer from the speaker view ("s")."""
+    import nbformat
+
+    from vitcourse.language import speaking
+    from vitcourse.quiz import answers_in, questions
+    from vitcourse.quiz_page import answer_text, question_text
+
+    cells = []
+    for cell in notebook.cells:
+        asked = answers_in(cell.source) if cell.cell_type == "code" else []
+        if not asked:
+            cells.append(cell)
+            continue
+        with speaking(language):
+            for name, answers in asked:
+                for question in (questions(name)[key] for key in answers):
+                    shown = nbformat.v4.new_markdown_cell(question_text(question))
+                    shown.metadata["slideshow"] = {"slide_type": "slide"}
+                    notes = nbformat.v4.new_markdown_cell(answer_text(question))
+                    notes.metadata["slideshow"] = {"slide_type": "notes"}
+                    cells += [shown, notes]
+    notebook.cells = cells
+    return notebook
+
+
 def deck_title(notebook: dict) -> str:
     """The notebook's title, its first line without the "# "."""
     first = "".join(notebook["cells"][0]["source"]).partition("\n")[0]
@@ -138,7 +167,7 @@ def write_decks(
     for name in names:
         notebook = nbformat.read(staged / name, as_version=4)
         _, executed = cache.merge_match_into_notebook(notebook)
-        executed = output_slides(executed)
+        executed = quiz_slides(output_slides(executed), language)
         resources = {
             "deck_title": deck_title(executed),
             "deck_language": language,

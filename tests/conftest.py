@@ -165,3 +165,67 @@ class StopAt(Callback):
     def on_step_end(self, trainer, loss):
         if trainer.steps_done == self.step:
             raise KeyboardInterrupt
+
+
+# A notebook's questions, one of each kind, for the tests of vitcourse.quiz and its grading.
+SAMPLE_QUIZ = {
+    "questions": [
+        {
+            "id": "sqrt_d",
+            "kind": "choice",
+            "why": True,
+            "ask": "Why divide by `√d`?",
+            "options": [
+                {"text": "So rows sum to 1.", "feedback": "That is the softmax's doing."},
+                {"text": "So the spread stays put.", "right": True, "feedback": "Yes: variance d."},
+                {"text": "To save memory.", "feedback": "A division saves nothing."},
+            ],
+        },
+        {
+            "id": "tokens",
+            "kind": "number",
+            "predict": True,
+            "ask": "How many patches?",
+            "answer": 196,
+            "right": "14 × 14 = 196.",
+            "mistakes": [{"answer": 197, "feedback": "No cls token yet."}],
+            "otherwise": "Count one side first.",
+            "verify": "196",
+        },
+        {
+            "id": "ratio",
+            "kind": "number",
+            "ask": "The ratio?",
+            "answer": 0.5,
+            "tolerance": 0.01,
+            "right": "Half.",
+            "otherwise": "Divide.",
+        },
+        {
+            "id": "scores",
+            "kind": "shape",
+            "ask": "The scores' shape?",
+            "answer": [2, 5, 5],
+            "right": "B, T, T.",
+            "mistakes": [{"answer": [2, 5], "feedback": "One T short."}],
+            "otherwise": "Which axes?",
+        },
+    ]
+}
+
+
+@pytest.fixture
+def sample(tmp_path, monkeypatch):
+    """A made-up notebook "99_sample" with the four questions above, in place of the course's
+    (`vitcourse.quiz.QUIZZES`): {id: question}."""
+    import json
+
+    from vitcourse import quiz
+
+    folder = tmp_path / "quizzes"
+    folder.mkdir()
+    (folder / "99_sample.json").write_text(json.dumps(SAMPLE_QUIZ))
+    monkeypatch.setattr(quiz, "QUIZZES", folder)
+    quiz.questions.cache_clear()
+    yield quiz.questions("99_sample")
+    quiz.questions.cache_clear()

@@ -38,7 +38,7 @@ from pathlib import Path
 from vitcourse.classroom import bundles, platforms, sandbox
 from vitcourse.classroom.grade import speak
 from vitcourse.classroom.gradebook import NOT_HANDED_IN, Grade
-from vitcourse.classroom.grading import exercises_by_notebook, grade_notebook
+from vitcourse.classroom.grading import grade_notebook, graded_by_notebook
 from vitcourse.classroom.platforms import PLATFORMS
 from vitcourse.classroom.sandbox import Limits
 from vitcourse.classroom.sandbox_bubblewrap import package_dir
@@ -55,19 +55,19 @@ def read_points(path: Path) -> dict[str, dict[str, float]]:
         points = json.loads(path.read_text())
     except (OSError, ValueError) as e:
         raise ValueError(f"{path}: expected a JSON file of points, could not read it ({e})") from e
-    known = exercises_by_notebook()
+    known = graded_by_notebook()
     if not isinstance(points, dict) or not points:
         raise ValueError(f"{path}: expected {{notebook: {{exercise: points}}}}, got {points!r:.80}")
     for notebook, marks in points.items():
         if notebook not in known or not isinstance(marks, dict):
             raise ValueError(
-                f"{path}: {notebook!r} is not a notebook with exercises "
+                f"{path}: {notebook!r} is not a notebook with exercises or a quiz "
                 f"({', '.join(known)}), or its value is not {{exercise: points}}"
             )
         for name, value in marks.items():
             if name not in known[notebook]:
                 raise ValueError(
-                    f"{path}: {notebook} has no exercise {name!r} "
+                    f"{path}: {notebook} has no exercise or quiz {name!r} "
                     f"(it has {', '.join(known[notebook])})"
                 )
             if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
@@ -145,7 +145,7 @@ def grade_submission(
     work = Path(tempfile.mkdtemp(prefix="vitcourse-autograder-"))
     try:
         for notebook in points:
-            names = exercises_by_notebook()[notebook]
+            names = graded_by_notebook()[notebook]
             if notebook not in copies:
                 grades += [
                     Grade("student", notebook, n, "not attempted", _(NOT_HANDED_IN)) for n in names
@@ -181,7 +181,7 @@ def not_graded(grades: list[Grade], points: dict, budget: float) -> list[Grade]:
     return [
         Grade("student", notebook, name, "timeout", why)
         for notebook in points
-        for name in exercises_by_notebook()[notebook]
+        for name in graded_by_notebook()[notebook]
         if (notebook, name) not in done
     ]
 

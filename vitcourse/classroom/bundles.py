@@ -23,7 +23,7 @@ from pathlib import Path
 
 import vitcourse
 from vitcourse.classroom import platforms
-from vitcourse.classroom.grading import exercises_by_notebook, match_notebook
+from vitcourse.classroom.grading import graded_by_notebook, match_notebook
 from vitcourse.classroom.sandbox_bubblewrap import package_dir
 from vitcourse.language import _
 
@@ -36,13 +36,13 @@ COURSE_FILES = ("pyproject.toml", "README.md", "requirements.txt", "constraints.
 def pick_notebooks(asked: list[str] | None) -> list[str]:
     """Course notebooks from names or numbers (`01`, `03_attention`); all with exercises if none."""
     if not asked:
-        return list(exercises_by_notebook())
+        return list(graded_by_notebook())
     found = {a: match_notebook(a if a.endswith(".ipynb") else a + ".ipynb") for a in asked}
     unknown = [a for a, notebook in found.items() if notebook is None]
     if unknown:
         raise ValueError(
             f"--notebooks: {', '.join(unknown)} is not a course notebook with exercises; "
-            f"expected one of {', '.join(exercises_by_notebook())} (or its number)"
+            f"expected one of {', '.join(graded_by_notebook())} (or its number)"
         )
     return list(dict.fromkeys(found.values()))
 
@@ -91,7 +91,7 @@ def _common(target: Path, notebooks: list[str]) -> None:
     """What both bundles hold: the course, install.sh, points.json and the edition."""
     edition = copy_course(target / "course")
     shutil.copy2(FILES / "install.sh", target / "install.sh")
-    points = {nb: {name: 1 for name in exercises_by_notebook()[nb]} for nb in notebooks}
+    points = {nb: {name: 1 for name in graded_by_notebook()[nb]} for nb in notebooks}
     (target / "points.json").write_text(json.dumps(points, indent=2) + "\n")
     (target / "edition.json").write_text(json.dumps(edition) + "\n")
 
@@ -136,7 +136,7 @@ def build_prairielearn(notebooks: list[str], out: Path, image: str) -> Path:
             + "\n"
         )
         (question / "question.html").write_text(question_html(notebook))
-        points = {notebook: {name: 1 for name in exercises_by_notebook()[notebook]}}
+        points = {notebook: {name: 1 for name in graded_by_notebook()[notebook]}}
         (question / "tests" / "points.json").write_text(json.dumps(points, indent=2) + "\n")
     return out
 

@@ -44,10 +44,9 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from vitcourse.checks.registry import exercises
 from vitcourse.classroom import gradebook, sandbox
 from vitcourse.classroom.gradebook import NOT_HANDED_IN, Grade, summarise
-from vitcourse.classroom.grading import exercises_by_notebook, grade_notebook
+from vitcourse.classroom.grading import exercises_by_notebook, grade_notebook, graded_by_notebook
 from vitcourse.classroom.sandbox import Limits
 from vitcourse.classroom.submissions import find_submissions, read_submission
 from vitcourse.language import LANGUAGES, _, catalog, known, language, set_language
@@ -77,7 +76,7 @@ def _answers(data: bytes, notebook: str) -> dict[str, str]:
     # Identifiers as Python reads them (NFKC: `def ｐatchify` defines `patchify`).
     sources = [unicodedata.normalize("NFKC", source) for source in sources]
     found = {}
-    for name in exercises_by_notebook()[notebook]:
+    for name in exercises_by_notebook().get(notebook, []):
         defines = rf"^[ \t]*(?:def|class)\s+{name}\b|^{name}\s*=(?!\s*check_)"
         last = [source for source in sources if re.search(defines, source, re.M)][-1:]
         # Only the last cell that defines it, as the grader keeps it, is parsed: one per answer.
@@ -162,9 +161,7 @@ def _grade_one(student, notebook, path, out, limits, quick, use_sandbox, work, d
     except Exception as e:  # noqa: BLE001 - one notebook ends in a status, never stops the class
         why = gradebook.printable(" ".join(f"{type(e).__name__}: {e}".split()))[:300]
         why = _("the grader could not grade this notebook ({why})").format(why=why)
-        grades = [
-            Grade(student, notebook, n, "error", why) for n in exercises_by_notebook()[notebook]
-        ]
+        grades = [Grade(student, notebook, n, "error", why) for n in graded_by_notebook()[notebook]]
         answers = {}
     record = {
         "student": student,
@@ -203,10 +200,10 @@ def _report(students, expected, skipped, journal: Path, out: Path):
             if notebook not in handed:
                 grades += [
                     Grade(student, notebook, name, "not attempted", _(NOT_HANDED_IN))
-                    for name in exercises_by_notebook()[notebook]
+                    for name in graded_by_notebook()[notebook]
                 ]
-    order = list(exercises())
-    grades.sort(key=lambda g: (g.student, order.index(g.exercise)))
+    order = gradebook.items(grades)
+    grades.sort(key=lambda g: (g.student, order.index((g.notebook, g.exercise))))
     similar = gradebook.alike(answers)
     copies = {
         key for key, source in answers.items() if source == gradebook.reference_source(key[1])
@@ -268,11 +265,11 @@ def main(argv: list[str] | None = None) -> None:
     speak(parser, args.language)
     limits = Limits(args.timeout, args.cell_timeout, args.check_timeout, args.memory)
     notebooks = args.notebooks.split(",") if args.notebooks else None
-    unknown = [n for n in notebooks or [] if n not in exercises_by_notebook()]
+    unknown = [n for n in notebooks or [] if n not in graded_by_notebook()]
     if unknown:
         parser.error(
-            f"--notebooks: {', '.join(unknown)} not among the notebooks with exercises "
-            f"({', '.join(exercises_by_notebook())})"
+            f"--notebooks: {', '.join(unknown)} not among the notebooks with exercises or a quiz "
+            f"({', '.join(graded_by_notebook())})"
         )
     for needed in ("cloudpickle", "copydetect"):  # answers between sandboxes; similar.md
         if importlib.util.find_spec(needed) is None:

@@ -39,13 +39,16 @@ from vitcourse.language import N_, _
 # A grade's status is kept in English (grades.csv, the journal); a report shows it through `_`.
 STATUSES = (N_("passed"), N_("wrong"), N_("not attempted"), N_("error"), N_("timeout"))
 NOT_HANDED_IN = N_("not handed in")  # the hint of the exercises of a notebook not handed in
+QUIZ = "quiz"  # the item a notebook's questions are graded as (vitcourse.classroom.grade_quiz)
 MARKS = {"passed": "✓", "wrong": "✗", "error": "✗", "timeout": "⏱", "not attempted": "·"}
 
 
 @dataclass(frozen=True)
 class Grade:
     """One row of grades.csv. `mistake` is the check's own hint (the catalogue's words, never the
-    student's) that summary.md counts; `flags` are notes for the teacher."""
+    student's) that summary.md counts; `flags` are notes for the teacher. `score`: the share of
+    the item earned where it can be partly earned (a quiz: the share of its questions answered
+    right); None for an exercise, which earns all (passed) or nothing."""
 
     student: str
     notebook: str
@@ -54,6 +57,12 @@ class Grade:
     hint: str = ""
     mistake: str = ""
     flags: str = ""
+    score: float | None = None
+
+    @property
+    def earned(self) -> float:
+        """The share of the item's points earned, from 0 to 1."""
+        return float(self.status == "passed") if self.score is None else float(self.score)
 
 
 # --- the journal -------------------------------------------------------------------------------
@@ -147,7 +156,7 @@ def write_reports(grades: list[Grade], skipped: list[str], similar: list[str], o
         columns = ["student", "notebook", "exercise", "status", "points", "hint", "flags"]
         writer.writerow(columns)
         for g in grades:
-            row = asdict(g) | {"points": int(g.status == "passed")}
+            row = asdict(g) | {"points": _points(g.earned)}
             row["hint"] = one_line(row["hint"])
             writer.writerow([row[c] if c == "points" else cell(row[c]) for c in columns])
     write_gradebook(grades, out / "gradebook.csv")
@@ -177,18 +186,33 @@ def write_reports(grades: list[Grade], skipped: list[str], similar: list[str], o
     return summary
 
 
+def _points(earned: float) -> int | float:
+    """1 point an item: a whole number where it is one, else two decimals (a quiz's 0.75)."""
+    return int(earned) if earned == int(earned) else round(earned, 2)
+
+
+def items(grades: list[Grade]) -> list[tuple[str, str]]:
+    """The (notebook, item) pairs `grades` hold, in the course's order: each notebook's exercises
+    in the registry's order, then its quiz."""
+    known = {(g.notebook, g.exercise) for g in grades}
+    order = [(e.notebook, e.name) for e in exercises().values()]
+    order += [(notebook, QUIZ) for notebook in sorted({n for n, _ in known})]
+    order.sort(key=lambda pair: pair[0])  # stable: exercises before the quiz
+    return [pair for pair in dict.fromkeys(order) if pair in known]
+
+
 def write_gradebook(grades: list[Grade], path: Path) -> None:
-    """A row per student, a column per exercise (1 or 0) and the total."""
-    order = [name for name in exercises() if any(g.exercise == name for g in grades)]
+    """A row per student, a column per item (1 for a pass; a quiz its share) and the total."""
+    order = items(grades)
     points = collections.defaultdict(dict)
     for g in grades:
-        points[g.student][g.exercise] = int(g.status == "passed")
+        points[g.student][(g.notebook, g.exercise)] = _points(g.earned)
     with open(path, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f, quoting=csv.QUOTE_NONNUMERIC)
-        writer.writerow(["student", *(f"{exercises()[n].notebook} {n}" for n in order), "total"])
+        writer.writerow(["student", *(f"{nb} {name}" for nb, name in order), "total"])
         for student in sorted(points):
-            row = [points[student].get(n, 0) for n in order]
-            writer.writerow([cell(student), *row, sum(row)])
+            row = [points[student].get(pair, 0) for pair in order]
+            writer.writerow([cell(student), *row, _points(sum(row))])
 
 
 def summarise(grades: list[Grade], skipped: list[str] = ()) -> str:
@@ -200,27 +224,35 @@ def summarise(grades: list[Grade], skipped: list[str] = ()) -> str:
     lines += ["| " + " | ".join(_(c) for c in columns) + " |", "|---|---|---|---|---|---|---|"]
     by_exercise = collections.defaultdict(list)
     for g in grades:
-        by_exercise[g.exercise].append(g)
-    order = [name for name in exercises() if name in by_exercise]
-    for name in order:
-        counts = collections.Counter(g.status for g in by_exercise[name])
+        by_exercise[(g.notebook, g.exercise)].append(g)
+    order = items(grades)
+    for notebook, name in order:
+        counts = collections.Counter(g.status for g in by_exercise[(notebook, name)])
         passed = _("{passed} of {total}").format(
-            passed=counts["passed"], total=len(by_exercise[name])
+            passed=counts["passed"], total=len(by_exercise[(notebook, name)])
         )
         lines.append(
-            f"| {name} | {exercises()[name].notebook} | {passed} | "
+            f"| {name} | {notebook} | {passed} | "
             + " | ".join(str(counts[s]) for s in STATUSES[1:])
             + " |"
         )
     lines += ["", "## " + _("Most common mistakes"), ""]
-    for name in order:
-        hints = collections.Counter(g.mistake for g in by_exercise[name] if g.mistake)
-        for hint, count in hints.most_common(3):
+    for notebook, name in order:
+        # A quiz's mistake lists each wrong answer ("sqrt_d: a, tokens: 197"): counted one by one.
+        mistakes = [m for g in by_exercise[(notebook, name)] for m in _mistakes(g)]
+        for hint, count in collections.Counter(mistakes).most_common(3):
             who = _("{count} students") if count > 1 else _("{count} student")
-            lines.append(f"- **{name}** ({who.format(count=count)}): {hint}")
+            shown = f"{notebook} {name}" if name == QUIZ else name
+            lines.append(f"- **{shown}** ({who.format(count=count)}): {hint}")
     if skipped:
         lines += ["", "## " + _("Skipped"), ""] + [f"- {markdown(s)}" for s in skipped]
     return "\n".join(lines) + "\n"
+
+
+def _mistakes(grade: Grade) -> list[str]:
+    if not grade.mistake:
+        return []
+    return grade.mistake.split(", ") if grade.exercise == QUIZ else [grade.mistake]
 
 
 # --- alike answers -----------------------------------------------------------------------------

@@ -13,6 +13,10 @@ submission:
 3. the answer comes back as plain tensors and numbers, and the check's own `judge`
    (`Exercise.verdict`) decides here, in the grader's process, with the hint a learner sees.
 
+A notebook's quiz is graded here too, from the bytes handed in and before anything runs
+(`vitcourse.classroom.grade_quiz`: its answers are literals in its cells, read, never run); a
+notebook with a quiz and no exercise (00, 10) runs in no sandbox at all.
+
 Nothing the sandboxes write is trusted: files are read only if they are regular files (never a
 link) under a size limit, and a forged or broken file is an error, never a pass. The hints are
 written in the language chosen (`vitcourse.language`), which the sandboxes speak too.
@@ -35,11 +39,13 @@ import torch
 from vitcourse.checks.harness import CheckFailed, NotWritten, PartlyWritten, WeightsMismatch
 from vitcourse.checks.registry import exercises
 from vitcourse.classroom import gradebook, sandbox, sandbox_watch
+from vitcourse.classroom.grade_quiz import QUIZ, grade_quiz, has_quiz
 from vitcourse.classroom.grade_solutions import carries_solution, package_without
 from vitcourse.classroom.gradebook import Grade
 from vitcourse.classroom.sandbox import STARTUP_SECONDS, Limits
 from vitcourse.classroom.sandbox_bubblewrap import INSIDE
 from vitcourse.language import N_, _, number
+from vitcourse.quiz import notebooks as quiz_notebooks
 
 KERNEL_SECONDS = 60  # allowance for starting and stopping a kernel
 GRADER_FAULT = N_(
@@ -56,10 +62,19 @@ def exercises_by_notebook() -> dict[str, list[str]]:
     return notebooks
 
 
+def graded_by_notebook() -> dict[str, list[str]]:
+    """{notebook: what is graded in it, in order: its exercises, then its quiz}, for every
+    notebook with either, in the course's order."""
+    found = {notebook: [*names] for notebook, names in exercises_by_notebook().items()}
+    for notebook in quiz_notebooks():
+        found.setdefault(notebook, []).append(QUIZ)
+    return dict(sorted(found.items()))
+
+
 def match_notebook(filename: str) -> str | None:
-    """The course notebook (with exercises) a submitted file is, by name or by its number."""
+    """The course notebook (with exercises or a quiz) a submitted file is, by name or number."""
     stem = Path(filename).stem
-    notebooks = exercises_by_notebook()
+    notebooks = graded_by_notebook()
     if stem in notebooks:
         return stem
     number = re.match(r"\d\d(?!\d)", stem)
@@ -144,7 +159,15 @@ def grade_notebook(
 
 
 def _grade_in(student, notebook, data, out, limits, quick, isolation, tmp: Path) -> list[Grade]:
-    names = exercises_by_notebook()[notebook]
+    quiz = [grade_quiz(student, notebook, data)] if has_quiz(notebook) else []
+    names = exercises_by_notebook().get(notebook, [])
+    if not names:
+        return quiz
+    return _exercises(student, notebook, data, out, limits, quick, isolation, tmp, names) + quiz
+
+
+def _exercises(student, notebook, data, out, limits, quick, isolation, tmp, names) -> list[Grade]:
+    """The notebook's exercises: its code run in one sandbox, each answer probed in another."""
     given, ran = tmp / "given", tmp / "ran"
     given.mkdir()
     (given / f"{notebook}.ipynb").write_bytes(data)

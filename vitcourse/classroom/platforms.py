@@ -75,9 +75,9 @@ class Run:
 
 
 def points_of(run: Run, grade: Grade) -> tuple[float, float]:
-    """(points earned, points possible) of one exercise."""
+    """(points earned, points possible) of one exercise or quiz (a quiz: its share right)."""
     possible = float(run.points.get(grade.notebook, {}).get(grade.exercise, 1))
-    return (possible if grade.status == "passed" else 0.0), possible
+    return round(possible * grade.earned, 4), possible
 
 
 def feedback(grade: Grade) -> str:

@@ -1,7 +1,8 @@
 """The translation catalogs: gettext `.po` files that translators' tools (Poedit, Weblate) open::
 
     locale/templates/NN_name.pot    what each English notebook says (cells.pieces), extracted
-    locale/templates/vitcourse.pot  what the package says: every message marked with _ or N_
+    locale/templates/vitcourse.pot  what the package says: every message marked with _ or N_, and
+                                    the notebooks' quizzes (vitcourse/quizzes/*.json)
     locale/<code>/NN_name.po        its translation, one entry a piece
     locale/<code>/vitcourse.po      the package's, compiled into vitcourse/locale/<code>/ (.mo)
 
@@ -99,6 +100,13 @@ def package_template():
                 )
             elif (where, None) not in existing.locations:
                 existing.locations.append((where, None))
+    for message, where in _quiz_texts():
+        existing = catalog.get(message)
+        if existing is None:
+            about = "A notebook's quiz (a question, an option or its feedback): `code` stays as it is."
+            catalog.add(message, locations=[(where, None)], auto_comments=[about])
+        elif (where, None) not in existing.locations:
+            existing.locations.append((where, None))
     for message in _class_names():
         if catalog.get(message) is None:
             about = "A class name of a built-in dataset: short, it titles images."
@@ -106,6 +114,18 @@ def package_template():
                 message, locations=[("vitcourse/data/datasets.py", None)], auto_comments=[about]
             )
     return catalog
+
+
+def _quiz_texts() -> list[tuple[str, str]]:
+    """Every text of the notebooks' quizzes (vitcourse/quizzes/*.json), with its file."""
+    from vitcourse.quiz import QUIZZES, notebooks, questions
+
+    found = []
+    for notebook in notebooks():
+        where = (QUIZZES / f"{notebook}.json").relative_to(ROOT).as_posix()
+        for question in questions(notebook).values():
+            found += [(text, where) for text in question.texts() if text]
+    return found
 
 
 def _class_names() -> list[str]:
