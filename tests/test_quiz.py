@@ -165,26 +165,39 @@ def test_the_right_answers_are_spread_over_the_letters():
         )
 
 
+# Runs each question's `verify` in a namespace of its own, in one process for a notebook's
+# questions (torch is imported once), and prints {id: repr(the value of its last line)} as JSON.
+VERIFY = """
+import json, sys
+programs, values = json.loads(sys.stdin.read()), {}
+for name, program in programs.items():
+    *body, last = program.strip().splitlines()
+    space = {"__name__": "__verify__"}
+    exec("\\n".join(body), space)
+    values[name] = repr(eval(last, space))
+print(json.dumps(values))
+"""
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("notebook", NOTEBOOKS)
 def test_each_answer_is_what_the_code_gives(notebook):
     """Every number, shape and "predict, then run" question's `verify` (the notebook's own
     computation) gives its answer, run in a fresh process."""
+    import torch
+
     checked = [
         q for q in questions(notebook).values() if q.kind != "choice" or q.predict or q.verify
     ]
     for question in checked:
         assert question.verify, f"{notebook} {question.id}: no verify program"
-        *body, last = question.verify.strip().splitlines()
-        program = "\n".join([*body, f"print(repr({last}))"])
-        done = subprocess.run(
-            [sys.executable, "-c", program], capture_output=True, text=True, cwd=ROOT, timeout=300
-        )
-        assert done.returncode == 0, f"{notebook} {question.id}: {done.stderr[-800:]}"
-        got = eval(
-            done.stdout.strip().splitlines()[-1],
-            {"torch": __import__("torch"), "np": __import__("numpy")},
-        )  # noqa: S307
+    programs = json.dumps({q.id: q.verify for q in checked})
+    done = subprocess.run([sys.executable, "-c", VERIFY], input=programs, capture_output=True,
+                          text=True, cwd=ROOT, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-1500:]
+    values = json.loads(done.stdout.strip().splitlines()[-1])
+    for question in checked:
+        got = eval(values[question.id], {"torch": torch, "np": __import__("numpy")})  # noqa: S307
         if question.kind == "choice":
             assert got == question.right_letter, f"{notebook} {question.id}: verify gives {got!r}"
         else:
