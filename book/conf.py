@@ -281,7 +281,7 @@ html_static_path = ["_static"]
 html_css_files = ["course.css"]
 # navigation.js: the menu and contents buttons work on every screen (a theme bug; the file says).
 # figures.js: each figure a notebook draws is a link to its image, to open at full size.
-# quiz.js: the notebooks' questions answer in the page (vitcourse/quiz_page.py writes them).
+# quiz.js: the notebooks' questions answer in the page (vitcourse/quiz/page.py writes them).
 html_js_files = ["navigation.js", "figures.js", "quiz.js"]
 html_favicon = "favicon.png"
 # Light or dark as the reader's system is set (the theme's switch still changes it); named, as the

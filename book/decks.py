@@ -119,8 +119,8 @@ def quiz_slides(notebook, language: str = "en"):
     import nbformat
 
     from vitcourse.language import speaking
-    from vitcourse.quiz import answers_in, questions
-    from vitcourse.quiz_page import answer_text, question_text
+    from vitcourse.quiz.page import answer_text, question_text
+    from vitcourse.quiz.questions import answers_in, questions
 
     cells = []
     for cell in notebook.cells:

@@ -217,10 +217,10 @@ SAMPLE_QUIZ = {
 @pytest.fixture
 def sample(tmp_path, monkeypatch):
     """A made-up notebook "99_sample" with the four questions above, in place of the course's
-    (`vitcourse.quiz.QUIZZES`): {id: question}."""
+    (`vitcourse.quiz.questions.QUIZZES`): {id: question}."""
     import json
 
-    from vitcourse import quiz
+    from vitcourse.quiz import questions as quiz
 
     folder = tmp_path / "quizzes"
     folder.mkdir()

@@ -427,7 +427,7 @@ def test_the_top_level_holds_the_model_and_what_a_learner_reads_and_the_commands
     assert len(top) <= 21, sorted(top)  # each model kind in a module of its own (CONTRIBUTING.md)
     subpackages = {path.parent.name for path in PACKAGE.glob("*/__init__.py")}
     assert subpackages == {"checks", "training", "data", "cli", "classroom", "bridges",
-                           "translation"}  # fmt: skip
+                           "translation", "quiz"}  # fmt: skip
     for name in subpackages:  # each opens with a map of its rooms
         map_ = ast.get_docstring(ast.parse((PACKAGE / name / "__init__.py").read_text()))
         rooms = {p.stem for p in (PACKAGE / name).glob("*.py")} - {"__init__"}

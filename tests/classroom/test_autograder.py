@@ -75,8 +75,8 @@ def valid_prairielearn(results: dict) -> dict:
 @pytest.mark.parametrize(
     "points, said",
     [
-        ({"00_setup": {"x": 1}}, "'00_setup' is not a notebook with exercises"),
-        ({"01_patches": {"attention": 1}}, "01_patches has no exercise 'attention'"),
+        ({"00_setup": {"x": 1}}, "'00_setup' is not a notebook with exercises or a quiz"),
+        ({"01_patches": {"attention": 1}}, "01_patches has no exercise or quiz 'attention'"),
         ({"01_patches": {"patchify": -1}}, "expected points .0 or more., got -1"),
         ({"01_patches": {"patchify": True}}, "got True"),
         ([], "expected {notebook: {exercise: points}}"),
@@ -322,7 +322,10 @@ def test_nothing_handed_in_is_graded_without_running_anything(tmp_path):
     grades, skipped, files = autograder.grade_submission(tmp_path / "submission", points,
                                                   autograder.Limits(), sandbox.NO_SANDBOX)  # fmt: skip
     assert [(g.status, g.hint) for g in grades] == [("not attempted", "not handed in")] * 2
-    assert skipped == ["submission/notes.txt: not a course notebook with exercises"] and not files
+    assert (
+        skipped == ["submission/notes.txt: not a course notebook with exercises or a quiz"]
+        and not files
+    )
 
 
 def test_the_installed_package_is_closed_to_a_user_of_its_own(tmp_path, monkeypatch):

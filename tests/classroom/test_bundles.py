@@ -24,9 +24,9 @@ def test_notebooks_are_picked_by_name_or_number():
         "01_patches",
         "03_attention",
     ]
-    assert bundles.pick_notebooks(None)[0] == "01_patches"
-    with pytest.raises(ValueError, match=r"--notebooks: 00 is not a course notebook.*01_patches"):
-        bundles.pick_notebooks(["00"])
+    assert bundles.pick_notebooks(None)[:2] == ["00_welcome_and_data", "01_patches"]  # 00: a quiz
+    with pytest.raises(ValueError, match=r"--notebooks: 11 is not a course notebook.*01_patches"):
+        bundles.pick_notebooks(["11"])
 
 
 def test_the_gradescope_zip(tmp_path):
@@ -49,9 +49,9 @@ def test_the_gradescope_zip(tmp_path):
     } <= names
     assert not any("__pycache__" in n for n in names)
     points = json.loads((tmp_path / "source" / "points.json").read_text())
-    assert points == {
-        "01_patches": {"patchify": 1, "unpatchify": 1},
-        "03_attention": {"attention": 1, "MultiHeadSelfAttention": 1},
+    assert points == {  # a point an exercise, and one the quiz
+        "01_patches": {"patchify": 1, "unpatchify": 1, "quiz": 1},
+        "03_attention": {"attention": 1, "MultiHeadSelfAttention": 1, "quiz": 1},
     }
     assert autograder.read_points(tmp_path / "source" / "points.json") == points
     edition = json.loads((tmp_path / "source" / "edition.json").read_text())
@@ -78,7 +78,7 @@ def test_the_prairielearn_folder(tmp_path):
     )
     assert 'file-names="03_attention.ipynb"' in (question / "question.html").read_text()
     assert json.loads((question / "tests" / "points.json").read_text()) == {
-        "03_attention": {"attention": 1, "MultiHeadSelfAttention": 1}
+        "03_attention": {"attention": 1, "MultiHeadSelfAttention": 1, "quiz": 1}
     }
     # the same question gets the same uuid each time (a course's questions must differ)
     again = bundles.build_prairielearn(["03_attention"], tmp_path / "again", "me/grader:1")

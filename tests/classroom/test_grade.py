@@ -55,8 +55,9 @@ def test_notebooks_are_matched_by_name_or_number():
     assert match_notebook("01_patches.ipynb") == "01_patches"
     assert match_notebook("01_patches (1).ipynb") == "01_patches"
     assert match_notebook("03-my-attention.ipynb") == "03_attention"
-    assert match_notebook("00_welcome_and_data.ipynb") is None  # no exercises
-    assert match_notebook("10_something.ipynb") is None
+    assert match_notebook("00_welcome_and_data.ipynb") == "00_welcome_and_data"  # a quiz
+    assert match_notebook("10_something.ipynb") == "10_bridges"
+    assert match_notebook("11_more.ipynb") is None
     assert match_notebook("012_x.ipynb") is None
 
 

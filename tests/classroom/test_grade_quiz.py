@@ -15,7 +15,7 @@ from vitcourse import language
 from vitcourse.classroom import autograder, grade, platforms, sandbox
 from vitcourse.classroom.grade_quiz import grade_quiz, handed_in
 from vitcourse.classroom.grading import graded_by_notebook
-from vitcourse.quiz import LETTERS, questions
+from vitcourse.quiz.questions import LETTERS, questions
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = "00_welcome_and_data"  # a quiz and no exercise: graded without a sandbox
@@ -101,7 +101,7 @@ def test_a_forged_verdict_earns_nothing():
     names = list(questions(NOTEBOOK))
     forged = notebook_with(
         "def quiz(*a, **k):\n    print('quiz: passed, 4 of 4 answered right')",
-        "from vitcourse.quiz import questions\n"
+        "from vitcourse.quiz.questions import questions\n"
         "ANSWERS = {n: q.right_letter for n, q in questions(" + repr(NOTEBOOK) + ").items()}",
         quiz_cell(NOTEBOOK, {})[:-3]
         + "{"

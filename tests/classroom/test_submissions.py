@@ -41,7 +41,7 @@ def test_find_submissions_reports_what_it_skips(tmp_path):
         "ada/.DS_Store: hidden (its name starts with a dot)",
         "ada/01_patches.ipynb: an older copy of 01_patches; graded ada/01_patches (1).ipynb",
         "ada/__MACOSX: a macOS archive folder",
-        "ada/notes.txt: not a course notebook with exercises",
+        "ada/notes.txt: not a course notebook with exercises or a quiz",
         "cy/01_patches.ipynb: a link, not followed",
         "cy/work: a link, not followed",
         "dee: a link, not followed (expected SUBMISSIONS/<student>/)",

@@ -7,6 +7,7 @@
     grade_worker     step one, in a sandbox: run the notebook, keep what its cells define
     grade_probe      step two, in a sandbox: run one kept answer on a check's inputs
     grade_solutions  the package the probe sees: the course's solutions left out
+    grade_quiz       a notebook's quiz: its answers read from the cells handed in, never run
     gradebook        the journal written as grading goes, grades.csv, gradebook.csv, reports
     autograder       the grader as a Gradescope autograder and a PrairieLearn external grader
     bundles          what a teacher uploads: Gradescope's zip, PrairieLearn's grader folder

@@ -145,7 +145,7 @@ def grade_submission(
     work = Path(tempfile.mkdtemp(prefix="vitcourse-autograder-"))
     try:
         for notebook in points:
-            names = graded_by_notebook()[notebook]
+            names = [n for n in graded_by_notebook()[notebook] if n in points[notebook]]
             if notebook not in copies:
                 grades += [
                     Grade("student", notebook, n, "not attempted", _(NOT_HANDED_IN)) for n in names
@@ -165,9 +165,10 @@ def grade_submission(
                 why = _("{file} could not be read: {error}").format(file=newest.name, error=e)
                 grades += [Grade("student", notebook, n, "error", why) for n in names]
                 continue
-            grades += grade_notebook(
+            graded = grade_notebook(
                 "student", notebook, data, work / "out", limits, isolation=how, work=work
             )
+            grades += [g for g in graded if g.exercise in names]  # what points.json grades
     finally:
         sandbox.remove_tree(work)
     return grades, skipped, files
@@ -182,7 +183,7 @@ def not_graded(grades: list[Grade], points: dict, budget: float) -> list[Grade]:
         Grade("student", notebook, name, "timeout", why)
         for notebook in points
         for name in graded_by_notebook()[notebook]
-        if (notebook, name) not in done
+        if name in points[notebook] and (notebook, name) not in done
     ]
 
 

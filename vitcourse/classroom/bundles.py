@@ -34,14 +34,14 @@ COURSE_FILES = ("pyproject.toml", "README.md", "requirements.txt", "constraints.
 
 
 def pick_notebooks(asked: list[str] | None) -> list[str]:
-    """Course notebooks from names or numbers (`01`, `03_attention`); all with exercises if none."""
+    """Course notebooks from names or numbers (`01`, `03_attention`); all that are graded if none."""
     if not asked:
         return list(graded_by_notebook())
     found = {a: match_notebook(a if a.endswith(".ipynb") else a + ".ipynb") for a in asked}
     unknown = [a for a, notebook in found.items() if notebook is None]
     if unknown:
         raise ValueError(
-            f"--notebooks: {', '.join(unknown)} is not a course notebook with exercises; "
+            f"--notebooks: {', '.join(unknown)} is not a course notebook with exercises or a quiz; "
             f"expected one of {', '.join(graded_by_notebook())} (or its number)"
         )
     return list(dict.fromkeys(found.values()))

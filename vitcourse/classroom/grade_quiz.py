@@ -6,7 +6,7 @@ own process, from the bytes handed in, before any sandbox runs the notebook: eac
 source is parsed (never run, so nothing the student wrote can print, write or fake a verdict), and
 each answer must be a literal (a letter, a number, a shape); an answer written as code (a name, a
 call) answers nothing. Where a question is answered more than once, the last answer counts, as the
-notebook would show it when run from the top. The verdicts are `vitcourse.quiz.judge`'s.
+notebook would show it when run from the top. The verdicts are `vitcourse.quiz.questions.judge`'s.
 
 The quiz is one item of its notebook, as an exercise is (`QUIZ`): "passed" when every question is
 answered right, "wrong" when some are not (its `score` the share answered right), "not attempted"
@@ -20,7 +20,15 @@ import unicodedata
 
 from vitcourse.classroom.gradebook import QUIZ, Grade
 from vitcourse.language import _
-from vitcourse.quiz import LETTERS, answers_in, judge, notebooks, questions, read_number, read_shape
+from vitcourse.quiz.questions import (
+    LETTERS,
+    answers_in,
+    judge,
+    notebooks,
+    questions,
+    read_number,
+    read_shape,
+)
 
 MAX_CELL_CHARS = 100_000  # a quiz cell is a line or two; a longer cell is not parsed
 

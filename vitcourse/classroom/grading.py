@@ -39,13 +39,13 @@ import torch
 from vitcourse.checks.harness import CheckFailed, NotWritten, PartlyWritten, WeightsMismatch
 from vitcourse.checks.registry import exercises
 from vitcourse.classroom import gradebook, sandbox, sandbox_watch
-from vitcourse.classroom.grade_quiz import QUIZ, grade_quiz, has_quiz
+from vitcourse.classroom.grade_quiz import grade_quiz, has_quiz
 from vitcourse.classroom.grade_solutions import carries_solution, package_without
-from vitcourse.classroom.gradebook import Grade
+from vitcourse.classroom.gradebook import QUIZ, Grade
 from vitcourse.classroom.sandbox import STARTUP_SECONDS, Limits
 from vitcourse.classroom.sandbox_bubblewrap import INSIDE
 from vitcourse.language import N_, _, number
-from vitcourse.quiz import notebooks as quiz_notebooks
+from vitcourse.quiz.questions import notebooks as quiz_notebooks
 
 KERNEL_SECONDS = 60  # allowance for starting and stopping a kernel
 GRADER_FAULT = N_(

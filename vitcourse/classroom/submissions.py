@@ -105,7 +105,7 @@ def notebooks_in(folder: Path, root: Path, skipped: list[str]) -> dict[str, list
                     continue
             notebook = match_notebook(name) if path.suffix == ".ipynb" else None
             if why is None and (notebook is None or not stat.S_ISREG(info.st_mode)):
-                why = _("not a course notebook with exercises")
+                why = _("not a course notebook with exercises or a quiz")
             if why:
                 skipped.append(f"{path.relative_to(root)}: {why}")
             else:

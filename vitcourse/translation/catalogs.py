@@ -2,7 +2,7 @@
 
     locale/templates/NN_name.pot    what each English notebook says (cells.pieces), extracted
     locale/templates/vitcourse.pot  what the package says: every message marked with _ or N_, and
-                                    the notebooks' quizzes (vitcourse/quizzes/*.json)
+                                    the notebooks' quizzes (vitcourse/quiz/data/*.json)
     locale/<code>/NN_name.po        its translation, one entry a piece
     locale/<code>/vitcourse.po      the package's, compiled into vitcourse/locale/<code>/ (.mo)
 
@@ -103,7 +103,9 @@ def package_template():
     for message, where in _quiz_texts():
         existing = catalog.get(message)
         if existing is None:
-            about = "A notebook's quiz (a question, an option or its feedback): `code` stays as it is."
+            about = (
+                "A notebook's quiz (a question, an option or its feedback): `code` stays as it is."
+            )
             catalog.add(message, locations=[(where, None)], auto_comments=[about])
         elif (where, None) not in existing.locations:
             existing.locations.append((where, None))
@@ -117,8 +119,8 @@ def package_template():
 
 
 def _quiz_texts() -> list[tuple[str, str]]:
-    """Every text of the notebooks' quizzes (vitcourse/quizzes/*.json), with its file."""
-    from vitcourse.quiz import QUIZZES, notebooks, questions
+    """Every text of the notebooks' quizzes (vitcourse/quiz/data/*.json), with its file."""
+    from vitcourse.quiz.questions import QUIZZES, notebooks, questions
 
     found = []
     for notebook in notebooks():

@@ -1,4 +1,4 @@
-"""vitcourse.quiz: the questions as data, checked when read; answers judged as a learner writes
+"""vitcourse.quiz.questions: the questions as data, checked when read; answers judged as a learner writes
 them; the answers a notebook's cells hold, read without running them; and the course's own
 questions: enough in every notebook, a feedback for every wrong answer, answers that the code
 gives (each `verify` run)."""
@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from vitcourse import quiz as quiz_module
 from vitcourse.language import speaking
-from vitcourse.quiz import LETTERS, Unreadable, answers_in, judge, notebooks, questions, quiz
+from vitcourse.quiz import questions as quiz_module
+from vitcourse.quiz import quiz
+from vitcourse.quiz.questions import LETTERS, Unreadable, answers_in, judge, notebooks, questions
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 

@@ -19,7 +19,7 @@ import json
 import re
 
 from vitcourse.language import N_, _
-from vitcourse.quiz import LETTERS, RIGHT, WRONG, Question, judge, read_number, read_shape
+from vitcourse.quiz.questions import LETTERS, RIGHT, WRONG, Question, judge, read_number, read_shape
 
 HAND_IN = N_("To hand it in, write it in the cell: {entry}")
 EXPECTS = {

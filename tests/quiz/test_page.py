@@ -1,4 +1,4 @@
-"""vitcourse.quiz_page: a quiz as widgets (JupyterLab), as the book's HTML with book/_static/quiz.js
+"""vitcourse.quiz.page: a quiz as widgets (JupyterLab), as the book's HTML with book/_static/quiz.js
 (answered with the keyboard in Chromium, no request leaving the page, axe-core clean), and as
 slides (book/decks.py)."""
 
@@ -15,9 +15,9 @@ import pytest
 from tests.conftest import need
 from vitcourse.language import speaking
 from vitcourse.quiz import quiz
-from vitcourse.quiz_page import answer_text, question_text, quiz_html
+from vitcourse.quiz.page import answer_text, question_text, quiz_html
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 

@@ -1,15 +1,7 @@
-"""Check your understanding: a few questions on the *why* in every notebook, with feedback for each
-wrong answer.
-
-The questions are data: `vitcourse/quizzes/NN_name.json`, one file per notebook, read here. A
-notebook shows some of them with one call, whose dictionary holds the learner's answers::
-
-    quiz("03_attention", {"sqrt_d": None, "rows_sum": None})   # None: not answered yet
-
-In JupyterLab each question is a widget: choose, see the feedback at once, try again. The answers
-written in the dictionary are the ones handed in: the class grader reads them from the saved
-notebook (`vitcourse.classroom.grade_quiz`), without running it. The book shows the same questions
-as HTML that answers in the page (`vitcourse.quiz_page`, `book/_static/quiz.js`).
+"""A notebook's questions, as data: read from `vitcourse/quiz/data/NN_name.json` (one file per
+notebook), checked, and each answer judged, with the feedback a learner reads. The notebook's call
+(`vitcourse.quiz.quiz`), the book's page and the grader (`vitcourse.classroom.grade_quiz`) all judge
+with `judge`, here.
 
 A question is one of three kinds:
 
@@ -36,7 +28,7 @@ from pathlib import Path
 
 from vitcourse.language import N_, _
 
-QUIZZES = Path(__file__).resolve().parent / "quizzes"
+QUIZZES = Path(__file__).resolve().parent / "data"
 KINDS = ("choice", "number", "shape")
 LETTERS = "abcdef"
 RIGHT, WRONG = N_("Right."), N_("Not quite.")
@@ -284,29 +276,3 @@ def _literal(node: ast.AST):
 
 def _called(func: ast.AST) -> str:
     return func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
-
-
-# --- in a notebook -----------------------------------------------------------------------------
-
-
-def quiz(notebook: str, answers: dict | None = None):
-    """Show `notebook`'s questions named in `answers` (all of them if None), each with the
-    feedback on the answer written there; in JupyterLab, widgets to try the others. The learner's
-    answers are what the dictionary holds: write them there to hand them in."""
-    from vitcourse.quiz_page import QuizView
-
-    known = questions(notebook)
-    if answers is None:
-        answers = dict.fromkeys(known)
-    if not isinstance(answers, dict):
-        raise TypeError(
-            f"quiz: expected the answers as a dictionary {{question: answer}}, got {type(answers).__name__}"
-        )
-    unknown = [name for name in answers if name not in known]
-    if unknown:
-        raise ValueError(
-            _("{notebook} has no question {names}: its questions are {known}").format(
-                notebook=notebook, names=", ".join(map(str, unknown)), known=", ".join(known)
-            )
-        )
-    return QuizView(notebook, [known[name] for name in answers], answers)

@@ -1,0 +1,45 @@
+"""Check your understanding: a few questions on the *why* in every notebook, with feedback for each
+wrong answer::
+
+    questions   the questions as data (data/NN_name.json), checked when read; an answer judged
+    page        how a quiz looks: widgets in JupyterLab, HTML for the book, text for slides
+
+A notebook shows some of its questions with one call, whose dictionary holds the learner's
+answers::
+
+    quiz("03_attention", {"sqrt_d": None, "rows_sum": None})   # None: not answered yet
+
+In JupyterLab each question is a widget: choose, see the feedback at once, try again. The answers
+written in the dictionary are the ones handed in: the class grader reads them from the saved
+notebook (`vitcourse.classroom.grade_quiz`), without running it. The book shows the same questions
+as HTML that answers in the page (`page`, `book/_static/quiz.js`).
+"""
+
+from __future__ import annotations
+
+from vitcourse.language import _
+from vitcourse.quiz.questions import questions as notebook_questions
+
+
+def quiz(notebook: str, answers: dict | None = None):
+    """Show `notebook`'s questions named in `answers` (all of them if None), each with the
+    feedback on the answer written there; in JupyterLab, widgets to try the others. The learner's
+    answers are what the dictionary holds: write them there to hand them in."""
+    from vitcourse.quiz.page import QuizView
+
+    known = notebook_questions(notebook)
+    if answers is None:
+        answers = dict.fromkeys(known)
+    if not isinstance(answers, dict):
+        raise TypeError(
+            "quiz: expected the answers as a dictionary {question: answer}, "
+            f"got {type(answers).__name__}"
+        )
+    unknown = [name for name in answers if name not in known]
+    if unknown:
+        raise ValueError(
+            _("{notebook} has no question {names}: its questions are {known}").format(
+                notebook=notebook, names=", ".join(map(str, unknown)), known=", ".join(known)
+            )
+        )
+    return QuizView(notebook, [known[name] for name in answers], answers)
