@@ -229,3 +229,27 @@ def sample(tmp_path, monkeypatch):
     quiz.questions.cache_clear()
     yield quiz.questions("99_sample")
     quiz.questions.cache_clear()
+
+
+def with_quiz_answers(notebook: dict, name: str, answers: dict | None = None) -> dict:
+    """A copy of `notebook` (a notebook's JSON) whose quiz cells hold `answers` (default: every
+    question of notebook `name` answered right), as a learner writes them."""
+    import json
+
+    from vitcourse.quiz.questions import questions
+
+    if answers is None:
+        answers = {
+            key: q.right_letter if q.kind == "choice" else q.answer
+            for key, q in questions(name).items()
+        }
+    copy = json.loads(json.dumps(notebook))
+    for cell in copy["cells"]:
+        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        if cell["cell_type"] != "code" or "quiz(" not in source:
+            continue
+        head, _, rest = source.partition("quiz(")
+        asked = [k for k in questions(name) if f'"{k}"' in rest]
+        mine = {k: answers.get(k) for k in asked}
+        cell["source"] = f"{head}quiz({name!r}, {mine!r})\n"
+    return copy

@@ -625,3 +625,63 @@ def test_a_quick_build_says_so_on_every_page_and_a_full_build_nowhere(book):
         for page in navigation(html):
             shown = banner in (html / page).read_text()
             assert shown == quick, f"{page}: banner {'missing' if quick else 'on a full build'}"
+
+
+def test_every_notebook_page_shows_its_questions_and_they_answer_by_keyboard(book, browser):
+    """Each notebook's page holds each of its questions once, as HTML (not a widget, which a page
+    without a kernel cannot draw); on notebook 03's page in both editions a choice and a shape are
+    answered wrongly, then rightly, with the keyboard, and each feedback read (no request leaves
+    the page: `test_every_page_loads_without_a_console_error_or_a_request_elsewhere`)."""
+    from bs4 import BeautifulSoup
+
+    from vitcourse.language import _ as translated
+    from vitcourse.language import speaking
+    from vitcourse.quiz.questions import LETTERS, notebooks, questions
+
+    for edition in ("", "es/"):
+        for name in notebooks():
+            soup = BeautifulSoup(
+                (book / edition / "notebooks" / f"{name}.html").read_text(), "html.parser"
+            )
+            shown = [div["id"] for div in soup.select("div.vitcourse-quiz")]
+            assert sorted(shown) == sorted(f"quiz-{name}-{q}" for q in questions(name)), (
+                edition,
+                name,
+            )
+            assert "widget-view" not in str(soup) and "Loading widget" not in soup.get_text()
+    address = serve(book)
+    asked = questions("03_attention")
+    choice = next(q for q in asked.values() if q.kind == "choice" and q.right_letter != "a")
+    shape = next(q for q in asked.values() if q.kind == "shape")
+    for edition, code in (("", "en"), ("es/", "es")):
+        page = browser.new_page()
+        page.goto(f"{address}{edition}notebooks/03_attention.html", wait_until="networkidle")
+        with speaking(code):
+            said = {
+                letter: translated(o.feedback)
+                for letter, o in zip(LETTERS, choice.options, strict=False)
+            }
+            right_word, wrong_word = translated("Right."), translated("Not quite.")
+            shape_said = translated(shape.mistakes[0][1]), translated(shape.right)
+        where = f"#quiz-03_attention-{choice.id}"
+        page.focus(f"{where} input[value=a]")
+        page.keyboard.press("Space")
+        feedback = page.inner_text(f"{where} .vitcourse-quiz-feedback")
+        assert feedback.startswith(f"✗ {wrong_word}") and said["a"].split("`")[0] in feedback
+        for _ in range(LETTERS.index(choice.right_letter)):
+            page.keyboard.press("ArrowDown")
+        feedback = page.inner_text(f"{where} .vitcourse-quiz-feedback")
+        assert (
+            feedback.startswith(f"✓ {right_word}")
+            and said[choice.right_letter].split("`")[0] in feedback
+        )
+        where = f"#quiz-03_attention-{shape.id}"
+        page.focus(f"{where} input[type=text]")
+        page.keyboard.type(str(tuple(shape.mistakes[0][0])))
+        page.keyboard.press("Enter")
+        assert shape_said[0].split("`")[0] in page.inner_text(f"{where} .vitcourse-quiz-feedback")
+        page.fill(f"{where} input[type=text]", str(tuple(shape.answer)))
+        page.keyboard.press("Enter")
+        feedback = page.inner_text(f"{where} .vitcourse-quiz-feedback")
+        assert feedback.startswith(f"✓ {right_word}") and shape_said[1].split("`")[0] in feedback
+        page.close()

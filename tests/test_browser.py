@@ -4,7 +4,8 @@ nbmake skips the explorer cells (nbclient can deadlock on them, jupyter/nbclient
 the test that proves a widget renders. It starts JupyterLab on 127.0.0.1 (no token, a free port)
 on a temporary copy of the notebooks, opens each notebook that builds an explorer in headless
 Chromium driven by Playwright, runs all cells, and checks: every code cell ran, no cell ended in
-an error, the widgets rendered, and moving a slider redraws the figure.
+an error, the widgets rendered, moving a slider redraws the figure, and the notebook's questions
+are widgets whose options answer when chosen.
 
 Needs Debian's `chromium` (`sudo apt-get install chromium`; Playwright's own browser download is
 not used) and PyPI's `playwright` (in requirements.txt). Without Chromium the test is skipped,
@@ -16,6 +17,7 @@ except under CI (the `CI` variable set), where a missing browser fails the run. 
 import contextlib
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -161,6 +163,17 @@ def test_explorer_renders_and_redraws(lab, page, name):
         t for t in panel.locator(".jp-OutputArea-child").all_inner_texts() if "Traceback" in t
     ]
     assert not errors, f"{name}: {errors[0][:2000]}"
+
+    # The quiz is widgets here (the book shows HTML): one radio group a choice, and choosing an
+    # option shows its feedback at once.
+    from vitcourse.quiz.questions import questions
+
+    asked = questions(Path(name).stem).values()
+    radios = panel.locator(".widget-radio-box")
+    assert radios.count() == sum(q.kind == "choice" for q in asked), name
+    assert "Not quite." not in panel.inner_text() and "Right." not in panel.inner_text()
+    radios.last.locator("input").first.click()
+    panel.get_by_text(re.compile(r"^[✓✗] (Right|Not quite)\.")).first.wait_for(timeout=30_000)
 
     # Moving a slider redraws the figure.
     before = explorer.locator("img").first.get_attribute("src")

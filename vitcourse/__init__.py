@@ -37,6 +37,8 @@ And the machinery, in subpackages named for who uses it (each opens with a map o
 
     checks/             notebooks 01-09: the exercises' checks and hints (one module per module
                         it checks), their harness and registry
+    quiz/               notebooks 00-10: the questions on the why (`quiz`), their data, their
+                        feedback, and how they look in JupyterLab, the book and the slides
     data/               `load_dataset` and `make_loaders`, the dataset table, the files on
                         disk, in-memory batching, your own image folders, photos
     training/           notebook 06's loop (`Trainer`), its callbacks, evaluation, clock,

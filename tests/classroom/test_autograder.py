@@ -18,9 +18,10 @@ from pathlib import Path
 import pytest
 
 from tests.classroom.hostile import _replace, _write, processes_with
-from tests.conftest import need_root, need_sandbox
+from tests.conftest import need_root, need_sandbox, with_quiz_answers
 from vitcourse.classroom import autograder, bundles, platforms, sandbox
 from vitcourse.classroom.gradebook import Grade
+from vitcourse.quiz.questions import questions
 
 ROOT = Path(__file__).resolve().parents[2]
 NB01 = json.loads((ROOT / "notebooks" / "01_patches.ipynb").read_text())
@@ -190,10 +191,13 @@ def patchify(images, patch_size):
 
 
 def _submission(kind: str, root: Path) -> dict:
-    if kind == "honest":
-        return NB01
-    if kind in ("wrong", "borrowed"):
-        return _replace(NB01, "patchify", WRONG if kind == "wrong" else BORROWED)
+    if kind == "honest":  # the exercises and the quiz answered right
+        return with_quiz_answers(NB01, "01_patches")
+    if kind == "wrong":  # patchify and the quiz wrong
+        wrong = {q: "?" for q in questions("01_patches")}
+        return with_quiz_answers(_replace(NB01, "patchify", WRONG), "01_patches", wrong)
+    if kind == "borrowed":
+        return _replace(NB01, "patchify", BORROWED)
     code = HOSTILE.format(root=str(root), marker=MARKER)
     return _replace(NB01, "patchify", code)
 
@@ -261,17 +265,21 @@ def graded(tmp_path_factory):
 @pytest.mark.slow
 def test_honest_and_wrong_submissions_on_both_platforms(graded):
     honest = valid_gradescope(graded["gradescope", "honest", "auto"]["results"])
-    assert honest["score"] == 2 and [t["status"] for t in honest["tests"]] == ["passed"] * 2
+    assert honest["score"] == 3 and [t["status"] for t in honest["tests"]] == ["passed"] * 3
+    assert "01_patches: quiz" == honest["tests"][2]["name"]  # the quiz, a test of its own
     assert "bubblewrap's sandbox" in honest["output"]
     wrong = valid_gradescope(graded["gradescope", "wrong", "own-user"]["results"])
     assert wrong["score"] == 1 and wrong["tests"][0]["output"].startswith("wrong: ")
+    assert wrong["tests"][2]["output"].startswith("wrong: 0 of ")  # the quiz's answers
     assert "a user of its own" in wrong["output"] and "left readable" in wrong["output"]
     learn = valid_prairielearn(graded["prairielearn", "honest", "own-user"]["results"])
     assert learn["gradable"] and learn["score"] == 1.0
     learn = valid_prairielearn(graded["prairielearn", "wrong", "auto"]["results"])
-    assert learn["score"] == 0.5 and learn["tests"][0]["output"].startswith("wrong: ")
+    assert learn["score"] == pytest.approx(1 / 3) and learn["tests"][0]["output"].startswith(
+        "wrong: "
+    )
     # Gradescope shows stdout to the teacher only: the run's summary
-    assert "2 of 2 points" in graded["gradescope", "honest", "auto"]["stdout"]
+    assert "3 of 3 points" in graded["gradescope", "honest", "auto"]["stdout"]
 
 
 @pytest.mark.slow
@@ -286,8 +294,8 @@ def test_a_hostile_submission_neither_reads_the_grader_nor_writes_its_score(grad
         earned, output = results["score"], results["tests"][0]["output"]
     else:
         valid_prairielearn(results)
-        earned, output = results["score"] * 2, results["tests"][0]["output"]
-    assert earned == 1  # unpatchify passed, the patchify that raised did not
+        earned, output = results["score"] * 3, results["tests"][0]["output"]
+    assert earned == pytest.approx(1)  # unpatchify passed; the patchify that raised, the quiz not
     assert output.startswith("error: ") and "LOOT" in output  # what it found came out here...
     # ...and it found nothing: each file refused (as a user of its own) or absent (in the sandbox)
     # the error's own words come first, in parentheses, then what the check called and a hint

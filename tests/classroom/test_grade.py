@@ -252,7 +252,13 @@ def test_the_class_is_graded(graded_class):
     # the kernel stopped after both exercises were defined: what they had defined is graded
     assert status[("ivy", "patchify")] == status[("ivy", "unpatchify")] == "passed"
     assert grades[("hal", "patchify")] == ("not attempted", "not handed in")
-    assert len(grades) == 20  # 10 students x 2 exercises
+    # The quiz, read from the cells handed in: untouched everywhere, so "not attempted"; hal's
+    # and gus's notebooks were not handed in or not readable.
+    assert {status[(s, "quiz")] for s in "ada bob cy dee eve fay gus hal ivy jo".split()} == {
+        "not attempted"
+    }
+    assert grades[("hal", "quiz")] == ("not attempted", "not handed in")
+    assert len(grades) == 30  # 10 students x (2 exercises and the quiz)
     assert "skipped README.txt: not a student folder" in done.stdout
     assert "skipped fay/notes.txt: not a course notebook" in done.stdout
 
@@ -261,7 +267,7 @@ def test_the_class_is_graded(graded_class):
 def test_the_class_gets_feedback_and_a_summary(graded_class):
     _, out, done = graded_class
     feedback = (out / "feedback" / f"{gradebook.file_name('cy')}.md").read_text()
-    assert "# Feedback for cy" in feedback and "1 of 2 exercises passed" in feedback
+    assert "# Feedback for cy" in feedback and "1 of 3 exercises passed" in feedback
     assert "✗ **patchify**: wrong" in feedback
     assert "the values are not. Hint: a plain reshape does not cut out squares" in feedback
     summary = (out / "summary.md").read_text()
@@ -270,7 +276,7 @@ def test_the_class_gets_feedback_and_a_summary(graded_class):
     assert "**patchify** (1 student): a plain reshape does not cut out squares" in summary
     assert "| patchify | 01_patches | 3 of 10" in done.stdout  # printed too
     nothing = (out / "feedback" / f"{gradebook.file_name('hal')}.md").read_text()
-    assert "0 of 2 exercises passed" in nothing and "not handed in" in nothing
+    assert "0 of 3 exercises passed" in nothing and "not handed in" in nothing
     executed = json.loads(
         (out / "executed" / gradebook.file_name("ada") / "01_patches.ipynb").read_text()
     )

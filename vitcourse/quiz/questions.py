@@ -3,16 +3,21 @@ notebook), checked, and each answer judged, with the feedback a learner reads. T
 (`vitcourse.quiz.quiz`), the book's page and the grader (`vitcourse.classroom.grade_quiz`) all judge
 with `judge`, here.
 
-A question is one of three kinds:
+A question is one of three kinds::
 
     choice   one right option of several, a letter ("a", "b", ...); each option has its feedback
     number   a number (a count, a ratio), right within `tolerance`; classic wrong numbers have
              their own feedback (`mistakes`), any other gets `otherwise`
     shape    a tensor's shape, a list of whole numbers; feedback as for a number
 
+A question's fields in its file: `id` (the key a learner answers under), `kind`, `ask`, `why` (it
+asks why or what would happen if), `after` (the notebook's cell it follows), `predict`; a choice's
+`options` (each `text`, `feedback`, one `right`); a number's or shape's `answer`, `tolerance`,
+`right`, `mistakes` (each `answer`, `feedback`), `otherwise`; `verify`.
+
 A "predict, then run" question (`predict`) asks what the next cell will print, before it runs.
 Its `verify`, like every number's and shape's, is a small program whose last line computes the
-answer the way the notebook does: `tests/test_quiz.py` runs it. Every text goes through `_`, so the
+answer the way the notebook does: `tests/quiz/test_questions.py` runs it. Every text goes through `_`, so the
 questions speak the language chosen (`vitcourse.language`).
 """
 

@@ -119,7 +119,7 @@ def package_template():
 
 
 def _quiz_texts() -> list[tuple[str, str]]:
-    """Every text of the notebooks' quizzes (vitcourse/quiz/data/*.json), with its file."""
+    """Every text of the notebooks' quizzes (`vitcourse/quiz/data/*.json`), with its file."""
     from vitcourse.quiz.questions import QUIZZES, notebooks, questions
 
     found = []
