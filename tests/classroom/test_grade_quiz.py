@@ -196,3 +196,47 @@ def test_the_platforms_give_the_quiz_its_points(tmp_path, platform):
         json.dumps({NOTEBOOK: {"quiz": 2}, "03_attention": {"attention": 1, "quiz": 1}})
     )
     assert read(path)[NOTEBOOK] == {"quiz": 2}
+
+
+def test_what_a_hostile_notebook_writes_neither_crashes_the_grader_nor_reaches_the_reports():
+    """Answers made to break the trusted process or the class summary: a whole number past a
+    float's range, code nested deeper than Python's recursion limit, a "shape" of a student's own
+    numbers; each is a wrong answer shown as the course writes it, never a crash."""
+    notebook = "03_attention"
+    number = next(n for n, q in questions(notebook).items() if q.kind == "number")
+    shape = next(n for n, q in questions(notebook).items() if q.kind == "shape")
+    cells = [
+        f'quiz("{notebook}", {{"{number}": 1{"0" * 400}}})',
+        f'quiz("{notebook}", {{"{number}": {"-" * 900}x}})',
+        f'quiz("{notebook}", {{"{number}": x{".a" * 900}}})',
+    ]
+    for cell in cells:
+        graded = grade_quiz("eve", notebook, notebook_with(cell))
+        assert graded.status == "wrong" and graded.mistake == f"{number}: ?", cell[:60]
+    own = " ".join(["1337"] * 500)
+    graded = grade_quiz(
+        "eve", notebook, notebook_with(f'quiz("{notebook}", {{"{shape}": "{own}"}})')
+    )
+    assert graded.mistake == f"{shape}: ?"
+    wrong = grade_quiz(
+        "bo", notebook, notebook_with(f'quiz("{notebook}", {{"{shape}": (2, 5, 5)}})')
+    )
+    assert wrong.mistake == f"{shape}: 2x5x5"  # one mistake, not split at its commas
+
+
+def test_only_the_calls_a_run_makes_for_sure_count_in_the_order_it_makes_them():
+    name, question = next(iter(questions(NOTEBOOK).items()))
+    right = question.right_letter if question.kind == "choice" else question.answer
+    wrong = wrong_answers(NOTEBOOK)[name]
+    cell = "\n".join(
+        [
+            f"def later():\n    quiz({NOTEBOOK!r}, {{{name!r}: {right!r}}})",
+            f"quiz({NOTEBOOK!r}, {{{name!r}: {wrong!r}}})",
+            f"if False:\n    quiz({NOTEBOOK!r}, {{{name!r}: {right!r}}})",
+        ]
+    )
+    assert handed_in(notebook_with(cell), NOTEBOOK) == {name: wrong}
+    # A literal keeps its own characters (Python normalises names, not strings): "ｂ" is no "b".
+    assert handed_in(notebook_with(f"ｑｕｉｚ({NOTEBOOK!r}, {{{name!r}: 'ｂ'}})"), NOTEBOOK) == {
+        name: "ｂ"
+    }

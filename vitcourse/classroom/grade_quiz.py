@@ -30,7 +30,9 @@ from vitcourse.quiz.questions import (
     read_shape,
 )
 
-MAX_CELL_CHARS = 100_000  # a quiz cell is a line or two; a longer cell is not parsed
+MAX_CELL_CHARS = 20_000  # a quiz cell is a few lines; a longer cell is not parsed
+MAX_SHOWN_AXES, MAX_SHOWN_SIZE = 6, 100_000  # a wrong shape summary.md shows, at most
+MAX_CELLS = 50  # the cells naming `quiz` that are parsed, at most (the course has 3 a notebook)
 
 
 def has_quiz(notebook: str) -> bool:
@@ -49,18 +51,31 @@ def handed_in(data: bytes, notebook: str) -> dict:
     except (ValueError, KeyError, TypeError, AttributeError, RecursionError, MemoryError):
         return {}
     found: dict = {}
-    for source in sources:
-        if "quiz" not in source or len(source) > MAX_CELL_CHARS:
-            continue
-        source = unicodedata.normalize("NFKC", source)  # names as Python reads them
+    # `ｑｕｉｚ` is `quiz` to Python (NFKC, PEP 3131), and to the parser; the literals keep their
+    # own characters, as the notebook's run would read them.
+    naming = [s for s in sources if len(s) <= MAX_CELL_CHARS and "quiz" in _nfkc(s)]
+    for source in naming[:MAX_CELLS]:
         for called, answers in answers_in(source):
             if called == notebook:
                 found.update(answers)
     return found
 
 
+def _nfkc(text: str) -> str:
+    return unicodedata.normalize("NFKC", text)
+
+
 def grade_quiz(student: str, notebook: str, data: bytes) -> Grade:
-    """The quiz's grade for one submitted notebook."""
+    """The quiz's grade for one submitted notebook; never raises for what the student wrote
+    (anything it cannot read is the quiz's "error", and the notebook's exercises are graded)."""
+    try:
+        return _graded(student, notebook, data)
+    except Exception as e:  # noqa: BLE001 - one item's error, never the notebook's
+        why = _("the quiz's answers could not be read ({error})").format(error=type(e).__name__)
+        return Grade(student, notebook, QUIZ, "error", why)
+
+
+def _graded(student: str, notebook: str, data: bytes) -> Grade:
     asked = questions(notebook)
     given = handed_in(data, notebook)
     verdicts = {name: judge(question, given.get(name)) for name, question in asked.items()}
@@ -99,4 +114,8 @@ def _shown(question, answer) -> str:
     read = read_number(answer) if question.kind == "number" else read_shape(answer)
     if read is None:
         return "?"
-    return f"{read:g}" if question.kind == "number" else str(read)
+    if question.kind == "number":
+        return f"{read:g}"
+    if len(read) > MAX_SHOWN_AXES or any(abs(n) > MAX_SHOWN_SIZE for n in read):
+        return "?"  # a student's own numbers, not a shape anyone would guess
+    return "x".join(map(str, read))  # 2x4x50x50: no ", ", which separates the mistakes

@@ -13,6 +13,15 @@ In JupyterLab each question is a widget: choose, see the feedback at once, try a
 written in the dictionary are the ones handed in: the class grader reads them from the saved
 notebook (`vitcourse.classroom.grade_quiz`), without running it. The book shows the same questions
 as HTML that answers in the page (`page`, `book/_static/quiz.js`).
+
+Why not jupyterquiz (on the package index), which renders questions from JSON with a feedback per
+answer: its answers live only in the page, so nothing a learner chose survives "save, close, hand
+in" for a grader to read (its README says that keeping answers in JupyterLab is imperfect); its
+text is not in our catalogs, so the Spanish edition would need a second copy of every question;
+and the grader must judge an answer as the learner saw it judged: `judge` does it in Python for
+the widgets and the grader, and `quiz.js` reads answers the same way in the book (tests/quiz
+holds both to the same cases). What we need is small: this package and `quiz.js` are a few
+hundred lines.
 """
 
 from __future__ import annotations

@@ -156,7 +156,11 @@ def read_number(given) -> float | None:
     if isinstance(given, bool):
         return None
     if isinstance(given, (int, float)):
-        return float(given) if math.isfinite(given) else None
+        try:
+            value = float(given)  # a whole number past float's range: OverflowError
+        except OverflowError:
+            return None
+        return value if math.isfinite(value) else None
     if isinstance(given, str):
         text = given.strip().replace(" ", "").replace("\u00a0", "")
         text = text.replace(",", ".") if text.count(",") == 1 and "." not in text else text
@@ -231,16 +235,18 @@ def _shown(given) -> str:
 
 
 def answers_in(source: str) -> list[tuple[str, dict]]:
-    """The `quiz("NN_name", {...})` calls in a code cell's source, in order: (notebook, answers).
-    Read, never run: an answer is a literal (a string, a number, a tuple or list of numbers, None);
-    anything else (a name, a call) is kept as the `Unreadable` marker, which no question takes as
-    an answer."""
+    """The `quiz("NN_name", {...})` calls of a code cell, in the order they run: (notebook,
+    answers). Read, never run, and only the calls a run of the cell makes for sure: a statement
+    of its own at the cell's top level (not one inside an `if`, a loop or a function). An answer
+    is a literal (a string, a number, a tuple or list of numbers, None); anything else (a name, a
+    call) is kept as the `Unreadable` marker, which no question takes as an answer."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     found = []
-    for node in ast.walk(tree):
+    for statement in tree.body:
+        node = statement.value if isinstance(statement, ast.Expr) else None
         if not (isinstance(node, ast.Call) and _called(node.func) == "quiz" and node.args):
             continue
         first = node.args[0]
@@ -252,7 +258,7 @@ def answers_in(source: str) -> list[tuple[str, dict]]:
         answers = {}
         for key, value in zip(given.keys, given.values, strict=True):
             if isinstance(key, ast.Constant) and isinstance(key.value, str):
-                answers[key.value] = _literal(value)
+                answers[key.value] = _literal(value, source)
         found.append((first.value, answers))
     return found
 
@@ -267,16 +273,18 @@ class Unreadable:
         return self.code
 
 
-def _literal(node: ast.AST):
+def _literal(node: ast.AST, source: str):
+    """The answer `node` writes, or `Unreadable` with its first characters as written (never
+    `ast.unparse`, which recurses as deep as the code is nested)."""
     try:
         value = ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return Unreadable(ast.unparse(node)[:40])
+        return Unreadable((ast.get_source_segment(source, node) or "")[:40])
     if value is None or isinstance(value, (str, int, float)):
         return value
     if isinstance(value, (tuple, list)) and all(isinstance(v, (int, float)) for v in value):
         return tuple(value)
-    return Unreadable(repr(value)[:40])
+    return Unreadable((ast.get_source_segment(source, node) or "")[:40])
 
 
 def _called(func: ast.AST) -> str:
