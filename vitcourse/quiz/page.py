@@ -22,6 +22,8 @@ from vitcourse.language import N_, _
 from vitcourse.quiz.questions import LETTERS, RIGHT, WRONG, Question, judge, read_number, read_shape
 
 HAND_IN = N_("To hand it in, write it in the cell: {entry}")
+# Written once here, not inside an f-string, whose `{...}` Babel's extraction does not read.
+YOUR_ANSWER, CHECK, PREDICT = N_("Your answer"), N_("Check"), N_("predict, then run")
 EXPECTS = {
     "number": N_("a number"),
     "shape": N_("a shape, such as (2, 5, 5)"),
@@ -62,7 +64,7 @@ def _entry(question: Question, given) -> str:
 def question_html(question: Question) -> str:
     """One question as the book's page shows it (book/_static/quiz.js makes it answer)."""
     key = f"quiz-{question.notebook}-{question.id}"
-    mark = _("predict, then run") if question.predict else ""
+    mark = _(PREDICT) if question.predict else ""
     head = f'<span class="vitcourse-quiz-id">{html.escape(question.id)}</span> '
     if mark:
         head += f'<span class="vitcourse-quiz-predict">{html.escape(mark)}</span> '
@@ -96,9 +98,9 @@ def question_html(question: Question) -> str:
         )
         body = (
             f'<p class="vitcourse-quiz-ask" id="{key}-ask">{asked}</p>'
-            f'<label>{html.escape(_("Your answer"))} <input type="text" id="{key}-in" '
+            f'<label>{html.escape(_(YOUR_ANSWER))} <input type="text" id="{key}-in" '
             f'aria-describedby="{key}-ask {key}-fb" autocomplete="off" spellcheck="false"></label> '
-            f'<button type="button">{html.escape(_("Check"))}</button>'
+            f'<button type="button">{html.escape(_(CHECK))}</button>'
         )
     return (
         f'<div class="vitcourse-quiz" data-kind="{question.kind}" data-tolerance="{question.tolerance}" '
@@ -153,7 +155,7 @@ def question_widget(question: Question, given=None):
     """One question as widgets: the question, its options (or a text box and Check), feedback."""
     import ipywidgets as widgets
 
-    mark = f" <i>({_('predict, then run')})</i>" if question.predict else ""
+    mark = f" <i>({_(PREDICT)})</i>" if question.predict else ""
     asked = widgets.HTML(f"<b>{html.escape(question.id)}</b>{mark}. {inline(_(question.ask))}")
     feedback = widgets.HTML(_feedback_html(question, given))
     if question.kind == "choice":
@@ -174,7 +176,7 @@ def question_widget(question: Question, given=None):
     box = widgets.Text(
         value="" if given is None else str(given), placeholder=_(EXPECTS[question.kind])
     )
-    button = widgets.Button(description=_("Check"))
+    button = widgets.Button(description=_(CHECK))
 
     def check(_button=None):
         feedback.value = _feedback_html(question, box.value)
