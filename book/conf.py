@@ -253,6 +253,9 @@ nb_merge_streams = False  # 1.4 merges them and keeps the parts too: every line 
 # A quiz (vitcourse.quiz) is widgets in JupyterLab and HTML in the book: a page has no kernel for
 # the widgets, so the book shows the HTML, which answers in the page (_static/quiz.js).
 nb_mime_priority_overrides = [("*", "application/vnd.jupyter.widget-view+json", None)]
+# No widget is drawn, so none of the widgets' JavaScript, which MyST-NB would load from two CDNs on
+# every page whose notebook saved a widget's state (the book works offline).
+nb_ipywidgets_js: dict = {}
 
 # The package's reference, one page per module, from the docstrings (reference.md).
 autosummary_generate = True
