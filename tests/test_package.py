@@ -48,6 +48,11 @@ def test_the_built_wheel_holds_every_module_of_the_package(tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     compiled = {p.relative_to(ROOT).as_posix() for p in (ROOT / "vitcourse").rglob("*.mo")}
     assert compiled and compiled <= names, sorted(compiled - names)
+    # And the notebooks' questions: `quiz()` reads them from the installed package.
+    quizzes = {
+        p.relative_to(ROOT).as_posix() for p in (ROOT / "vitcourse/quiz/data").glob("*.json")
+    }
+    assert len(quizzes) == 11 and quizzes <= names, sorted(quizzes - names)
 
 
 # --- the package's shape: layers without cycles, rooms a learner can read in one sitting ---------
