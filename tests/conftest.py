@@ -231,6 +231,15 @@ def sample(tmp_path, monkeypatch):
     quiz.questions.cache_clear()
 
 
+def right_quiz_answers(name: str) -> dict:
+    """{question: its right answer} of notebook `name`'s quiz, as a learner writes them."""
+    from vitcourse.quiz.questions import questions
+
+    return {
+        k: q.right_letter if q.kind == "choice" else q.answer for k, q in questions(name).items()
+    }
+
+
 def with_quiz_answers(notebook: dict, name: str, answers: dict | None = None) -> dict:
     """A copy of `notebook` (a notebook's JSON) whose quiz cells hold `answers` (default: every
     question of notebook `name` answered right), as a learner writes them."""
@@ -238,11 +247,7 @@ def with_quiz_answers(notebook: dict, name: str, answers: dict | None = None) ->
 
     from vitcourse.quiz.questions import questions
 
-    if answers is None:
-        answers = {
-            key: q.right_letter if q.kind == "choice" else q.answer
-            for key, q in questions(name).items()
-        }
+    answers = right_quiz_answers(name) if answers is None else answers
     copy = json.loads(json.dumps(notebook))
     for cell in copy["cells"]:
         source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]

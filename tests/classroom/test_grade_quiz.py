@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import need
+from tests.conftest import need, right_quiz_answers, with_quiz_answers
 from vitcourse import language
 from vitcourse.classroom import autograder, grade, platforms, sandbox
 from vitcourse.classroom.grade_quiz import grade_quiz, handed_in
@@ -32,13 +32,6 @@ def notebook_with(*sources: str, markdown: str = "") -> bytes:
     if markdown:
         cells.insert(0, {"cell_type": "markdown", "source": markdown, "metadata": {}})
     return json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}).encode()
-
-
-def right_answers(notebook: str) -> dict:
-    found = {}
-    for name, q in questions(notebook).items():
-        found[name] = q.right_letter if q.kind == "choice" else q.answer
-    return found
 
 
 def wrong_answers(notebook: str) -> dict:
@@ -76,7 +69,9 @@ def test_the_last_answer_in_the_notebooks_own_quiz_cells_counts():
 
 def test_right_wrong_partial_and_untouched_quizzes():
     asked = questions(NOTEBOOK)
-    right = grade_quiz("ada", NOTEBOOK, notebook_with(quiz_cell(NOTEBOOK, right_answers(NOTEBOOK))))
+    right = grade_quiz(
+        "ada", NOTEBOOK, notebook_with(quiz_cell(NOTEBOOK, right_quiz_answers(NOTEBOOK)))
+    )
     assert (right.status, right.score, right.exercise) == ("passed", 1.0, "quiz")
     wrong = grade_quiz("bo", NOTEBOOK, notebook_with(quiz_cell(NOTEBOOK, wrong_answers(NOTEBOOK))))
     assert (wrong.status, wrong.score) == ("wrong", 0.0)
@@ -84,7 +79,7 @@ def test_right_wrong_partial_and_untouched_quizzes():
     for name, q in asked.items():  # summary.md's count: the letter or number, in the course's words
         shown = wrong_answers(NOTEBOOK)[name]
         assert f"{name}: {shown if q.kind == 'choice' else format(shown, 'g')}" in wrong.mistake
-    half = dict(list(right_answers(NOTEBOOK).items())[:1])
+    half = dict(list(right_quiz_answers(NOTEBOOK).items())[:1])
     partial = grade_quiz("cy", NOTEBOOK, notebook_with(quiz_cell(NOTEBOOK, half)))
     assert partial.status == "wrong" and partial.score == pytest.approx(1 / len(asked), abs=1e-4)
     assert "not answered: " in partial.hint
@@ -117,26 +112,15 @@ def test_a_forged_verdict_earns_nothing():
 def _class(folder: Path) -> dict[str, bytes]:
     """Four students' notebook 00: honest, wrong, untouched (the student copy), forged."""
     copy = (ROOT / "student" / f"{NOTEBOOK}.ipynb").read_bytes()
-    found = json.loads(copy)
-    cells = [
-        c for c in found["cells"] if c["cell_type"] == "code" and "quiz(" in "".join(c["source"])
-    ]
-    assert cells, "notebook 00's student copy has no quiz cell"
 
     def answered(answers) -> bytes:
-        notebook = json.loads(copy)
-        for cell in notebook["cells"]:
-            if cell["cell_type"] == "code" and "quiz(" in "".join(cell["source"]):
-                source = "".join(cell["source"])
-                head = source[: source.index("quiz(")]
-                cell["source"] = head + quiz_cell(NOTEBOOK, answers)
-        return json.dumps(notebook).encode()
+        return json.dumps(with_quiz_answers(json.loads(copy), NOTEBOOK, answers)).encode()
 
     forged = json.loads(answered({}))
     forged["cells"].append({"cell_type": "code", "metadata": {}, "outputs": [], "source":
                             "print('quiz: passed')\nquiz = lambda *a: 'passed'"})  # fmt: skip
     class_ = {
-        "honest": answered(right_answers(NOTEBOOK)),
+        "honest": answered(right_quiz_answers(NOTEBOOK)),
         "wrong": answered(wrong_answers(NOTEBOOK)),
         "untouched": copy,
         "forged": json.dumps(forged).encode(),

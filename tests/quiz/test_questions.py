@@ -156,6 +156,28 @@ def test_every_wrong_answer_has_its_own_feedback_and_the_right_one_says_why():
                 assert "<" not in text and "$" not in text, f"{where}: markup in {text[:40]!r}"
 
 
+@pytest.mark.parametrize("folder", ["notebooks", "student", "es/notebooks", "es/student"])
+def test_each_notebook_asks_each_of_its_questions_once_and_a_prediction_before_its_cell(folder):
+    """The notebooks' `quiz(...)` cells and the data agree: every question in one cell, once; a
+    "predict, then run" question in a cell of its own, right after the cell its `after` names and
+    right before a code cell (the one it predicts)."""
+    for notebook in NOTEBOOKS:
+        cells = json.loads((ROOT / folder / f"{notebook}.ipynb").read_text())["cells"]
+        asked, where = [], {}
+        for index, cell in enumerate(cells):
+            source = "".join(cell["source"]) if cell["cell_type"] == "code" else ""
+            for name, answers in answers_in(source):
+                assert name == notebook, (folder, notebook, name)
+                asked += list(answers)
+                where.update(dict.fromkeys(answers, index))
+        assert sorted(asked) == sorted(questions(notebook)), (folder, notebook)
+        for question in questions(notebook).values():
+            if question.predict:
+                index = where[question.id]
+                assert cells[index - 1]["id"] == question.after, (folder, question.id)
+                assert cells[index + 1]["cell_type"] == "code", (folder, question.id)
+
+
 def test_the_right_answers_are_spread_over_the_letters():
     letters = [
         q.right_letter for nb in NOTEBOOKS for q in questions(nb).values() if q.kind == "choice"

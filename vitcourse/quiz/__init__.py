@@ -16,7 +16,8 @@ as HTML that answers in the page (`page`, `book/_static/quiz.js`).
 
 Why not jupyterquiz (on the package index), which renders questions from JSON with a feedback per
 answer: its answers live only in the page, so nothing a learner chose survives "save, close, hand
-in" for a grader to read (its README says that keeping answers in JupyterLab is imperfect); its
+in" for a grader to read (its own notebook on preserving responses says the feature is not
+perfect in JupyterLab, which gives its JavaScript no way back to Python); its
 text is not in our catalogs, so the Spanish edition would need a second copy of every question;
 and the grader must judge an answer as the learner saw it judged: `judge` does it in Python for
 the widgets and the grader, and `quiz.js` reads answers the same way in the book (tests/quiz

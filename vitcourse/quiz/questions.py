@@ -11,8 +11,8 @@ A question is one of three kinds::
     shape    a tensor's shape, a list of whole numbers; feedback as for a number
 
 A question's fields in its file: `id` (the key a learner answers under), `kind`, `ask`, `why` (it
-asks why or what would happen if), `after` (the notebook's cell it follows), `predict`; a choice's
-`options` (each `text`, `feedback`, one `right`); a number's or shape's `answer`, `tolerance`,
+asks why or what would happen if), `predict` and `after` (the id of the notebook's cell a
+prediction follows); a choice's `options` (each `text`, `feedback`, one `right`); a number's or shape's `answer`, `tolerance`,
 `right`, `mistakes` (each `answer`, `feedback`), `otherwise`; `verify`.
 
 A "predict, then run" question (`predict`) asks what the next cell will print, before it runs.
@@ -56,7 +56,7 @@ class Question:
     ask: str
     why: bool = False
     predict: bool = False
-    after: str = ""  # the id of the notebook's cell it follows
+    after: str = ""  # predict: the id of the notebook's cell it follows
     options: tuple[Option, ...] = ()  # choice
     answer: object = None  # number: a float; shape: a tuple of ints
     tolerance: float = 0.0
