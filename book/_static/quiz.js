@@ -10,10 +10,10 @@
 
   function show(quiz, note, right) {
     const status = quiz.querySelector(".vitcourse-quiz-feedback");
-    const word = right ? quiz.dataset.rightWord : quiz.dataset.wrongWord;
+    // A right answer's feedback opens with its own "Right:"; a wrong one gets the page's words.
     status.textContent = "";
     const mark = document.createElement("strong");
-    mark.textContent = (right ? "✓ " : "✗ ") + word + " ";
+    mark.textContent = right ? "✓ " : "✗ " + quiz.dataset.wrongWord + " ";
     status.appendChild(mark);
     const text = document.createElement("span");
     text.innerHTML = note ? note.innerHTML : "";

@@ -26,7 +26,7 @@ def test_a_choice_is_a_letter_and_each_option_has_its_feedback(sample):
     question = sample["sqrt_d"]
     assert judge(question, None).answered is False
     assert judge(question, "  ").answered is False
-    assert judge(question, "b") == quiz_module.Verdict(True, True, "Yes: variance d.")
+    assert judge(question, "b") == quiz_module.Verdict(True, True, "Right: variance d.")
     assert judge(question, "B)").right
     assert judge(question, "a").feedback == "That is the softmax's doing."
     assert judge(question, "c").feedback == "A division saves nothing."
@@ -152,6 +152,8 @@ def test_every_wrong_answer_has_its_own_feedback_and_the_right_one_says_why():
                 assert question.mistakes, f"{where}: no classic mistake with its feedback"
                 said = [question.right, question.otherwise, *(f for _, f in question.mistakes)]
                 assert len(set(said)) == len(said), f"{where}: two answers share a feedback"
+            rights = [o.feedback for o in question.options if o.right] or [question.right]
+            assert rights[0].startswith("Right"), f"{where}: the page shows only a ✓ before it"
             for text in question.texts():
                 assert "<" not in text and "$" not in text, f"{where}: markup in {text[:40]!r}"
 

@@ -19,7 +19,7 @@ import json
 import re
 
 from vitcourse.language import N_, _
-from vitcourse.quiz.questions import LETTERS, RIGHT, WRONG, Question, judge, read_number, read_shape
+from vitcourse.quiz.questions import LETTERS, WRONG, Question, judge, read_number, read_shape
 
 HAND_IN = N_("To hand it in, write it in the cell: {entry}")
 # Written once here, not inside an f-string, whose `{...}` Babel's extraction does not read.
@@ -69,7 +69,7 @@ def question_html(question: Question) -> str:
     if mark:
         head += f'<span class="vitcourse-quiz-predict">{html.escape(mark)}</span> '
     asked = head + inline(_(question.ask))
-    words = f'data-right-word="{html.escape(_(RIGHT))}" data-wrong-word="{html.escape(_(WRONG))}"'
+    words = f'data-wrong-word="{html.escape(_(WRONG))}"'
     status = (
         f'<p class="vitcourse-quiz-feedback" role="status" aria-live="polite" id="{key}-fb"></p>'
     )
@@ -141,12 +141,12 @@ def _feedback_html(question: Question, given) -> str:
     verdict = judge(question, given)
     if not verdict.answered:
         return ""
-    mark, word = ("✓", _(RIGHT)) if verdict.right else ("✗", _(WRONG))
+    mark = "✓" if verdict.right else f"✗ {html.escape(_(WRONG))}"
     colour = "#1a7f37" if verdict.right else "#b35900"
     entry = html.escape(_(HAND_IN).format(entry=_entry(question, given)))
     return (
         f'<div style="border-left:4px solid {colour};padding-left:8px">'
-        f"<b>{mark} {html.escape(word)}</b> {inline(verdict.feedback)}"
+        f"<b>{mark}</b> {inline(verdict.feedback)}"
         f'<br><small style="opacity:0.8">{entry}</small></div>'
     )
 
@@ -159,7 +159,10 @@ def question_widget(question: Question, given=None):
     asked = widgets.HTML(f"<b>{html.escape(question.id)}</b>{mark}. {inline(_(question.ask))}")
     feedback = widgets.HTML(_feedback_html(question, given))
     if question.kind == "choice":
-        labels = [f"{LETTERS[i]}) {_(o.text)}" for i, o in enumerate(question.options)]
+        # A radio button's label is plain text: `code` keeps its name, not its backticks.
+        labels = [
+            f"{LETTERS[i]}) {_(o.text).replace('`', '')}" for i, o in enumerate(question.options)
+        ]
         chosen = judge(question, given)
         start = None
         if chosen.answered and isinstance(given, str) and given.strip().lower()[:1] in LETTERS:

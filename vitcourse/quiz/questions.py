@@ -36,7 +36,9 @@ from vitcourse.language import N_, _
 QUIZZES = Path(__file__).resolve().parent / "data"
 KINDS = ("choice", "number", "shape")
 LETTERS = "abcdef"
-RIGHT, WRONG = N_("Right."), N_("Not quite.")
+# A wrong answer's feedback opens with these words, after a ✗; a right one with its own "Right:"
+# (every right feedback says it: tests/quiz), after a ✓.
+WRONG = N_("Not quite.")
 
 
 @dataclass(frozen=True)
