@@ -115,6 +115,27 @@ time.sleep(5)
 def patchify(images, patch_size):
     return images
 """,
+    # Memory no process's resident set shows: socket pairs' buffers, raised and filled (issue
+    # 48), held while a right answer is defined.
+    "sockets": """
+import resource, socket
+resource.setrlimit(resource.RLIMIT_NOFILE, (resource.getrlimit(resource.RLIMIT_NOFILE)[1],) * 2)
+_held, _pairs = 0, []
+while _held < 3.5 * 2**30:
+    try:
+        _a, _b = socket.socketpair()
+    except OSError:
+        break
+    _a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 64 << 20)
+    _a.setblocking(False)
+    try:
+        while True:
+            _held += _a.send(b"x" * 65536)
+    except BlockingIOError:
+        pass
+    _pairs.append((_a, _b))
+patchify = lambda images, p: images.reshape(images.shape[0], images.shape[1], images.shape[2] // p, p, images.shape[3] // p, p).permute(0, 2, 4, 3, 5, 1).reshape(images.shape[0], -1, p * p * images.shape[1])
+""",
     "deaf": """
 import signal
 signal.signal(signal.SIGINT, signal.SIG_IGN)

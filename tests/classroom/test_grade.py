@@ -19,11 +19,13 @@ import pytest
 
 from tests.conftest import need, need_sandbox
 from vitcourse import checks, language
-from vitcourse.classroom import autograder, grade, gradebook, platforms, sandbox
+from vitcourse.classroom import autograder, grade, gradebook, platforms, sandbox, similarity
 from vitcourse.classroom.gradebook import Grade, summarise
 from vitcourse.classroom.grading import exercises_by_notebook, match_notebook
 from vitcourse.classroom.student import student_notebook
 from vitcourse.translation.catalogs import package_template
+
+NAMES = ["patchify", "unpatchify"]  # notebook 01's exercises
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
@@ -134,7 +136,7 @@ def test_alike_answers_are_listed():
     other = "def patchify(x, p):\n    return x.unfold(2, p, p).unfold(3, p, p).flatten(2)\n"
     solution = inspect.getsource(patching.patchify)
     answers = {
-        (student, "patchify"): gradebook.normalised(source, "patchify")
+        (student, "patchify"): similarity.normalised(source, "patchify")
         for student, source in (("ann", mine), ("ben", copy), ("cat", other), ("dan", solution))
     }
     found = gradebook.alike(answers)
@@ -142,7 +144,7 @@ def test_alike_answers_are_listed():
         "patchify: dan's answer is the course's own solution, word for word",
         "patchify: ann, ben (identical)",
     ]
-    assert "raise NotImplementedError" in gradebook.normalised(
+    assert "raise NotImplementedError" in similarity.normalised(
         "def patchify(x, p):\n    raise NotImplementedError()\n", "patchify"
     )  # the names it did not bind stay as they are
 
@@ -444,10 +446,10 @@ def test_a_crash_while_grading_is_an_error_for_that_student_alone(tmp_path, monk
 def test_answers_too_deep_or_too_long_are_not_parsed(source):
     nb = {"cells": [{"cell_type": "code", "source": source, "metadata": {}, "outputs": []}]}
     start = time.monotonic()
-    found = grade._answers(json.dumps(nb).encode(), "01_patches")
-    assert found.get("patchify") is None or len(found["patchify"]) <= grade.MAX_ANSWER_CHARS
+    found = similarity.answers(json.dumps(nb).encode(), NAMES)
+    assert found.get("patchify") is None or len(found["patchify"]) <= similarity.MAX_ANSWER_CHARS
     assert time.monotonic() - start < 5
-    assert grade._answers(b"[" * 50_000 + b"]" * 50_000, "01_patches") == {}
+    assert similarity.answers(b"[" * 50_000 + b"]" * 50_000, NAMES) == {}
 
 
 def _notebook(*sources: str) -> bytes:
@@ -464,20 +466,31 @@ def test_identifiers_are_compared_as_python_reads_them():
         "return images", "return ｉmages"
     )
     found = {
-        (student, "patchify"): grade._answers(_notebook(source), "01_patches")["patchify"]
+        (student, "patchify"): similarity.answers(_notebook(source), NAMES)["patchify"]
         for student, source in (("ann", original), ("ben", hidden))
     }
     assert gradebook.alike(found) == ["patchify: ann, ben (identical)"]
+
+
+def test_answers_are_read_in_a_process_of_their_own_under_limits(monkeypatch):
+    """The grader reads a submission's answers in a child process: the same answers as reading
+    them here; none from a child that breaks its limits (here, too little memory to start)."""
+    data = _notebook("def patchify(x, p):\n    return x.flatten(2)\n", "x = 1\n")
+    assert similarity.read_apart(data, NAMES) == similarity.answers(data, NAMES)
+    assert set(similarity.read_apart(data, NAMES)) == {"patchify"}
+    assert similarity.read_apart(data, []) == {}
+    monkeypatch.setattr(similarity, "MEMORY_GB", 0.01)
+    assert similarity.read_apart(data, NAMES) == {}
 
 
 def test_only_the_last_defining_cell_is_parsed(monkeypatch):
     """1,500 cells that each define patchify cost one parse, not 1,500: the grader keeps the
     last one, and so does the comparison."""
     parsed = []
-    normalised = gradebook.normalised
-    monkeypatch.setattr(gradebook, "normalised", lambda s, n: parsed.append(n) or normalised(s, n))
+    normalised = similarity.normalised
+    monkeypatch.setattr(similarity, "normalised", lambda s, n: parsed.append(n) or normalised(s, n))
     cells = [f"def patchify(x, p):\n    return x * {i}\n" for i in range(1500)]
-    found = grade._answers(_notebook(*cells), "01_patches")
+    found = similarity.answers(_notebook(*cells), NAMES)
     assert parsed == ["patchify"]
     assert found["patchify"] == normalised(cells[-1], "patchify")
 
@@ -492,7 +505,7 @@ def test_padded_answers_are_compared_by_their_fingerprints():
     other = "def patchify(x, p):\n" + pad.replace("unused", "spare")[:9_000] + "'\n"
     other += "    B, C, H, W = x.shape\n    return x.reshape(B, C, H // p, p, W // p, p)\n"
     answers = {
-        (student, "patchify"): gradebook.normalised(source, "patchify")
+        (student, "patchify"): similarity.normalised(source, "patchify")
         for student, source in (("ann", one), ("ben", two), ("cat", other))
     }
     assert gradebook.alike(answers) == ["patchify: ann, ben (identical)"]

@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 
 from vitcourse.classroom import bundles, platforms, sandbox
+from vitcourse.classroom import sandbox_cgroup as cgroups
 from vitcourse.classroom.grade import speak
 from vitcourse.classroom.gradebook import NOT_HANDED_IN, Grade
 from vitcourse.classroom.grading import grade_notebook, graded_by_notebook
@@ -83,7 +84,7 @@ def choose_isolation(wanted: str = "auto") -> tuple[str, str]:
     only): that one, or an error saying why it cannot run here."""
     why = sandbox.bubblewrap() if wanted in ("auto", "bubblewrap") else "not asked for"
     if why is None:
-        return sandbox.BUBBLEWRAP, _(platforms.ISOLATION[sandbox.BUBBLEWRAP])
+        return sandbox.BUBBLEWRAP, f"{_(platforms.ISOLATION[sandbox.BUBBLEWRAP])}; {cgroups.note()}"
     if wanted == "none":
         return sandbox.NO_SANDBOX, _(platforms.ISOLATION[sandbox.NO_SANDBOX])
     if wanted in ("auto", "own-user") and os.geteuid() == 0:
@@ -97,7 +98,8 @@ def choose_isolation(wanted: str = "auto") -> tuple[str, str]:
         refused = sandbox.own_user()
         if refused is None:
             note = f" (bubblewrap: {why})" if wanted == "auto" else ""
-            return sandbox.OWN_USER, _(platforms.ISOLATION[sandbox.OWN_USER]) + note
+            said = f"{_(platforms.ISOLATION[sandbox.OWN_USER])}{note}; {cgroups.note()}"
+            return sandbox.OWN_USER, said
         why = f"{why}; {refused}"
     elif wanted in ("auto", "own-user"):
         why = f"{why}; a user of its own needs a grader run as root"

@@ -31,71 +31,29 @@ from __future__ import annotations
 import argparse
 import hashlib
 import importlib.util
-import json
 import os
-import re
 import sys
 import tempfile
 import time
-import unicodedata
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict
 from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from vitcourse.classroom import gradebook, sandbox
+from vitcourse.classroom import gradebook, sandbox, similarity
+from vitcourse.classroom import sandbox_cgroup as cgroups
 from vitcourse.classroom.gradebook import NOT_HANDED_IN, Grade, summarise
 from vitcourse.classroom.grading import exercises_by_notebook, grade_notebook, graded_by_notebook
 from vitcourse.classroom.sandbox import Limits
 from vitcourse.classroom.submissions import find_submissions, read_submission
 from vitcourse.language import LANGUAGES, _, catalog, known, language, set_language
 
-MAX_ANSWER_CHARS = 20_000  # an answer's source compared with others (longer: not compared)
-
-
 # --- the class ---------------------------------------------------------------------------------
 
 
 def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def _answers(data: bytes, notebook: str) -> dict[str, str]:
-    """{exercise: its definition's normalised source} from a submission's cells (read here, as
-    text: nothing of it runs in the grader)."""
-    try:
-        cells = json.loads(data)["cells"]
-        sources = [
-            "".join(c["source"]) if isinstance(c["source"], list) else str(c["source"])
-            for c in cells
-            if c.get("cell_type") == "code"
-        ]
-    except (ValueError, KeyError, TypeError, AttributeError, RecursionError, MemoryError):
-        return {}
-    # Identifiers as Python reads them (NFKC: `def ｐatchify` defines `patchify`).
-    sources = [unicodedata.normalize("NFKC", source) for source in sources]
-    found = {}
-    for name in exercises_by_notebook().get(notebook, []):
-        defines = rf"^[ \t]*(?:def|class)\s+{name}\b|^{name}\s*=(?!\s*check_)"
-        last = [source for source in sources if re.search(defines, source, re.M)][-1:]
-        # Only the last cell that defines it, as the grader keeps it, is parsed: one per answer.
-        source = _normalised(last[0], name) if last else None
-        if source is not None and "raise NotImplementedError" not in source:
-            found[name] = source  # an open exercise is not an answer to compare
-    return found
-
-
-def _normalised(source: str, name: str) -> str | None:
-    """An answer's normalised source, for `similar.md`; None for one too long or too deeply
-    nested to parse here (`1+1+...` 5,000 times), which is then compared with nothing."""
-    if len(source) > MAX_ANSWER_CHARS:
-        return None
-    try:
-        found = gradebook.normalised(source, name)
-    except (RecursionError, MemoryError, ValueError, TypeError, SystemError):
-        return None  # SystemError: CPython's "AST constructor recursion depth mismatch"
-    return found if found is None or len(found) <= MAX_ANSWER_CHARS else None
 
 
 def grade_class(
@@ -157,7 +115,7 @@ def _grade_one(student, notebook, path, out, limits, quick, use_sandbox, work, d
         if (student, notebook, _digest(data)) in done:
             return
         grades = grade_notebook(student, notebook, data, out, limits, quick, use_sandbox, work)
-        answers = _answers(data, notebook)
+        answers = similarity.read_apart(data, exercises_by_notebook().get(notebook, []))
     except Exception as e:  # noqa: BLE001 - one notebook ends in a status, never stops the class
         why = gradebook.printable(" ".join(f"{type(e).__name__}: {e}".split()))[:300]
         why = _("the grader could not grade this notebook ({why})").format(why=why)
@@ -289,6 +247,8 @@ def main(argv: list[str] | None = None) -> None:
         )
     if args.no_sandbox:
         print(f"warning: no sandbox: {sandbox.EXPOSED}.", file=sys.stderr)
+    elif cgroups.why_not():  # the poll alone: say what it misses
+        print(f"note: {cgroups.note()}.", file=sys.stderr)
     try:
         grades, skipped = grade_class(
             args.submissions,

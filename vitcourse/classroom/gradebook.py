@@ -20,7 +20,6 @@ journal (`STATUSES`), and a report shows it through `_`.
 
 from __future__ import annotations
 
-import ast
 import collections
 import csv
 import hashlib
@@ -34,6 +33,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from vitcourse.checks.registry import exercises
+from vitcourse.classroom.similarity import normalised
 from vitcourse.language import N_, _
 
 # A grade's status is kept in English (grades.csv, the journal); a report shows it through `_`.
@@ -256,48 +256,6 @@ def _mistakes(grade: Grade) -> list[str]:
 
 
 # --- alike answers -----------------------------------------------------------------------------
-
-
-def normalised(source: str, name: str) -> str | None:
-    """The definition of `name` in `source` with names, docstrings, comments and layout made
-    uniform (what stays is the structure and the calls), or None if there is none to read."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return None
-    found = None
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            found = node if node.name == name else found
-        elif isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == name for t in node.targets
-        ):
-            found = node.value
-    if found is None:
-        return None
-    bound = {node.arg for node in ast.walk(found) if isinstance(node, ast.arg)}
-    bound |= {
-        n.id for n in ast.walk(found) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-    }
-    renamed: dict[str, str] = {}  # the answer's own names, in order; torch, F, range stay
-
-    def rename(old: str) -> str:
-        return renamed.setdefault(old, f"v{len(renamed)}") if old in bound else old
-
-    for node in ast.walk(found):
-        body = getattr(node, "body", None)
-        if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
-            if isinstance(getattr(body[0], "value", None), ast.Constant) and isinstance(
-                body[0].value.value, str
-            ):
-                node.body = body[1:] or [ast.Pass()]
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            node.name = "answer" if node is found else node.name
-        elif isinstance(node, ast.Name):
-            node.id = rename(node.id)
-        elif isinstance(node, ast.arg):
-            node.arg = rename(node.arg)
-    return ast.unparse(found)
 
 
 def reference_source(name: str) -> str | None:

@@ -18,7 +18,10 @@ through `run`:
   what its files deleted but kept open hold) and number of files and folders, and its error
   stream's size. Each process also gets kernel limits
   that stop a single runaway at once: address space (the memory limit plus `VIRTUAL_ROOM_GB`), file
-  size, no core files, and a number of processes and threads (`TASK_ROOM`).
+  size, no core files, and a number of processes and threads (`TASK_ROOM`). Where the grader may
+  make one (root, or a delegated cgroup v2 tree), the sandbox also gets a cgroup: the kernel then
+  counts and limits all its memory, what sockets and pipes hold included, and its tasks
+  (`vitcourse.classroom.sandbox_cgroup`); elsewhere the grader says the poll is the only count.
 - **Never root**: run as root, the grader starts each sandbox's command as a user of its own
   (see `vitcourse.classroom.sandbox_user`); run by a teacher, as that teacher in a user namespace.
 - **Without bubblewrap, as root** (`OWN_USER`: a container that forbids user namespaces, as on
@@ -44,6 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vitcourse.classroom import sandbox_bubblewrap as bubblewrap_sandbox
+from vitcourse.classroom import sandbox_cgroup as cgroups
 from vitcourse.classroom import sandbox_user as users
 from vitcourse.classroom.sandbox_bubblewrap import INSIDE
 from vitcourse.classroom.sandbox_watch import watch
@@ -258,6 +262,7 @@ def run(
     tmp = Path(tempfile.mkdtemp(prefix="box-", dir=out.parent))
     user = users.sandbox_user() if how != NO_SANDBOX else None
     keep: tuple[int, ...] = ()
+    group = None
     home, preexec = None, _limit(box, 0 if user else users.tasks_of_this_user())
     try:
         if how == BUBBLEWRAP:
@@ -272,6 +277,8 @@ def run(
                 full, cwd, process_env, home, preexec = users.launch(
                     full, user, given, out, box.package, tmp, env, preexec
                 )
+        group = cgroups.make(box)  # the kernel's count and limit, where one can be made
+        preexec = group.entering(preexec) if group is not None else preexec
         with open(tmp / "stderr", "w+b") as errors:  # a file: a pipe could fill and block
             try:
                 process = subprocess.Popen(
@@ -290,8 +297,10 @@ def run(
                     os.close(fd)
             try:
                 own = user if how == OWN_USER else None
-                broke = watch(process, box, out, errors, how == BUBBLEWRAP, own, home)
+                broke = watch(process, box, out, errors, how == BUBBLEWRAP, own, home, group)
             finally:
+                if group is not None:
+                    group.remove()
                 if how == OWN_USER:  # whatever it left running or in the shared folders
                     users.clear_up(user)
             errors.seek(max(0, errors.seek(0, os.SEEK_END) - 20_000))

@@ -19,9 +19,9 @@ hold gigabytes there under any limit. So a sandbox gets (see `sandbox_bubblewrap
 Outside bubblewrap (a user of its own, `vitcourse.classroom.sandbox_user`), the same filter is
 installed by the sandbox's first process itself (`install_filter`).
 
-A cgroup per sandbox would count all of it by itself, but only where the grader may make one
-(root, or a delegated cgroup v2 tree); the grader does not use one yet: this route works for any
-teacher, root or not.
+Where the grader may make one (root, or a delegated cgroup v2 tree), each sandbox also gets a
+cgroup (`vitcourse.classroom.sandbox_cgroup`), whose count by the kernel sees all of this and what
+no poll sees (sockets' and pipes' buffers); this route works for any teacher, root or not.
 """
 
 from __future__ import annotations

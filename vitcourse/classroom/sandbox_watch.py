@@ -1,6 +1,7 @@
 """The sandbox's limits, watched from outside every `POLL_SECONDS` while its command runs: wall
 time, memory (resident, summed over its processes, plus what its /tmp and /dev/shm hold:
-`vitcourse.classroom.sandbox_memory`), its number of processes, and its output (the folder's size,
+`vitcourse.classroom.sandbox_memory`; and the kernel's count, where the sandbox has a cgroup:
+`vitcourse.classroom.sandbox_cgroup`), its number of processes, and its output (the folder's size,
 with what its deleted but open files hold, and its number of entries, and the error stream's
 size). The first limit broken kills the command and everything it started, and is named.
 """
@@ -87,6 +88,7 @@ def watch(
     bubblewrap: bool = True,
     own_user: int | None = None,
     home: Path | None = None,
+    group=None,
 ) -> str | None:
     """Poll the command until it ends; kill it all when it breaks a limit of `box` (the sandbox's
     `Box`), and say which. The wall time counts from when it starts, plus `box.startup` until its
@@ -94,7 +96,9 @@ def watch(
     student's time. As a
     user of its own (`own_user`, its uid), every process of that user counts (one that left its
     process group too), and so do its files in the shared temporary folders (as memory) and its
-    home (as output). In bubblewrap's sandbox (`bubblewrap`), its private /tmp is memory."""
+    home (as output). In bubblewrap's sandbox (`bubblewrap`), its private /tmp is memory. In a
+    cgroup (`group`, `vitcourse.classroom.sandbox_cgroup`), the kernel limits the memory too: a
+    process it killed for memory breaks the limit, even after the command ended."""
     start = time.monotonic()
     started = None
     while process.poll() is None:
@@ -116,6 +120,8 @@ def watch(
             shared = tmpfs_bytes(pids)
         if now > (started or start + box.startup) + box.seconds:
             broke = "time"
+        elif group is not None and group.killed():
+            broke = "memory"
         elif resident_bytes(pids) + shared > box.memory_gb * 2**30:
             broke = "memory"
         elif len(pids) > box.processes:
@@ -129,4 +135,4 @@ def watch(
             return broke
         time.sleep(POLL_SECONDS)
     kill(process)  # anything it left behind (without a sandbox; with one, nothing is left)
-    return None
+    return "memory" if group is not None and group.killed() else None
