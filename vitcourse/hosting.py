@@ -82,10 +82,10 @@ COURSE_FILES = {
         "482ab35cfc576e74f9e3c4484a777f4b247037890feccc6e4f1a4d69280329f2"
     ),
     "trained/vit_wins_fashion-mnist-scrambled_3-minutes.json": (
-        "da69771519846843ad26d62b96ac337328ab311bd700c59d1c6375f32cc3f387"
+        "fd331c72022673fce00f5af5581e2100e8e1848dcf19b37f4d143e491ce7d327"
     ),
     "trained/vit_wins_fashion-mnist_3-minutes.json": (
-        "d83baa5eb2855f66ded1f8d5420398e5d9fe003e0766f8609f64d447ce01170d"
+        "8e824986df5fd61307d6070088ae47389cf115f1f9c6950299063659f43364ff"
     ),
     "trained/vit_wins_fashion-mnist-scrambled_5-passes.json": (
         "c14a58974655d6e793e297e7f127858dcfbb3a076ce5d240120be5279eac544b"
