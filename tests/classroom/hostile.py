@@ -115,25 +115,29 @@ time.sleep(5)
 def patchify(images, patch_size):
     return images
 """,
-    # Memory no process's resident set shows: socket pairs' buffers, raised and filled (issue
-    # 48), held while a right answer is defined.
+    # Memory no process's resident set shows (issue 48): socket pairs' buffers, raised and
+    # filled by a thread while the rest of the notebook runs (three cells of 5 s are added after
+    # it), and a right answer defined at once.
     "sockets": """
-import resource, socket
+import resource, socket, threading
 resource.setrlimit(resource.RLIMIT_NOFILE, (resource.getrlimit(resource.RLIMIT_NOFILE)[1],) * 2)
-_held, _pairs = 0, []
-while _held < 3.5 * 2**30:
-    try:
-        _a, _b = socket.socketpair()
-    except OSError:
-        break
-    _a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 64 << 20)
-    _a.setblocking(False)
-    try:
-        while True:
-            _held += _a.send(b"x" * 65536)
-    except BlockingIOError:
-        pass
-    _pairs.append((_a, _b))
+_pairs = []
+def _hold():
+    held = 0
+    while held < 3.5 * 2**30:
+        try:
+            a, b = socket.socketpair()
+        except OSError:
+            return
+        a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 64 << 20)
+        a.setblocking(False)
+        try:
+            while True:
+                held += a.send(b"x" * 65536)
+        except BlockingIOError:
+            pass
+        _pairs.append((a, b))
+threading.Thread(target=_hold, daemon=True).start()
 patchify = lambda images, p: images.reshape(images.shape[0], images.shape[1], images.shape[2] // p, p, images.shape[3] // p, p).permute(0, 2, 4, 3, 5, 1).reshape(images.shape[0], -1, p * p * images.shape[1])
 """,
     "deaf": """
@@ -345,6 +349,10 @@ def write_hostile_class(
     for student, attack in ATTACKS.items():
         code = steal + attack.replace("{out}", str(out))
         _write(_replace(nb01, "patchify", code), subs / student / "01_patches.ipynb")
+    held = json.loads((subs / "sockets" / "01_patches.ipynb").read_text())
+    wait = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None}
+    held["cells"] += [dict(wait, source="import time\ntime.sleep(5)\n") for _ in range(3)]
+    _write(held, subs / "sockets" / "01_patches.ipynb")
     # After its cells ran, a notebook puts a link where the grader reads what it kept (defs/) to a
     # folder of the teacher's that holds answer files: the grader must follow no link.
     kept = home / "kept"
