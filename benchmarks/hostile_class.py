@@ -25,9 +25,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.test_grade_sandbox import Listener, _files_under, _processes_with  # noqa: E402
-
-from tests.classroom.hostile import SECRET, grade_command, write_hostile_class  # noqa: E402
+from tests.classroom.hostile import (  # noqa: E402
+    SECRET,
+    grade_command,
+    processes_with,
+    write_hostile_class,
+)
+from tests.classroom.test_grade_sandbox import Listener, _files_under  # noqa: E402
 
 
 def grade(root: Path, sandboxed: bool) -> dict:
@@ -39,7 +43,7 @@ def grade(root: Path, sandboxed: bool) -> dict:
     done = subprocess.run(grade_command(sandboxed), cwd=root, env=dict(os.environ, HOME=str(home)),
                           capture_output=True, text=True)  # fmt: skip
     seconds = time.monotonic() - start
-    left_behind = len(_processes_with("vitcourse-orphan"))
+    left_behind = len(processes_with("vitcourse-orphan"))
     listener.stop()
     try:
         rows = list(csv.DictReader((out / "grades.csv").open()))
@@ -62,6 +66,7 @@ def grade(root: Path, sandboxed: bool) -> dict:
                                               if before.get(p) != after[p]),
         "student processes alive after the grader": left_behind,
         "a link graded": any(s == "links" and v != "not attempted" for (s, _), v in status.items()),
+        "sockets' buffers past --memory (its grade)": status.get(("sockets", "patchify")),
     }  # fmt: skip
 
 

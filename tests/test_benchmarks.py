@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.conftest import need
 from vitcourse.data.loading import QUICK_SIZES, make_loaders
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
@@ -233,3 +234,12 @@ def test_check_attempts_counts_every_attempt_once_per_exercise():
         assert row["caught"] + row["passed"] + row["not attempted"] == row["tried"]
         assert row["named"] <= row["caught"]
     assert misses == [] and all(row["caught"] == row["tried"] for row in table.values())
+
+
+def test_similarity_pass_reads_the_long_notebook_and_groups_the_colluders(capsys):
+    """The similarity pass's benchmark, on a small version of the attack: the last cell's answer
+    read (in the child and here alike), and the two padded colluders grouped."""
+    need("copydetect", "pip install -r requirements-teachers.txt")
+    found = load("similarity_pass").main(["--cells", "30", "--pad", "2000", "--rounds", "1"])
+    assert found["grouped"] == ["patchify: ann, ben (identical)"]
+    assert found["read apart (s)"] > 0 and "notebook MB" in capsys.readouterr().out

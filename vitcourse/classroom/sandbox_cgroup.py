@@ -4,8 +4,8 @@ of /proc sees: sockets' and pipes' buffers, files in memory-backed folders, memo
 keeps for them. It also holds their number of processes and threads (`pids.max`).
 
 `make(box)` gives a `Cgroup`, or None where none can be made (`why_not` says why: a grader that
-is not root, or a container whose cgroups are read-only): then the poll
-of `vitcourse.classroom.sandbox_watch` is the only count of memory, and the grader says so. The
+is not root, or a container whose cgroups are read-only): then the poll of
+`vitcourse.classroom.sandbox_watch` is the only count of memory, and the grader says so. The
 sandbox's first process joins it before anything else (`Cgroup.entering`); every process it
 starts is in it from then on, and cannot leave it (the cgroup's files are root's).
 
