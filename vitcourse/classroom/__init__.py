@@ -9,6 +9,7 @@
     grade_solutions  the package the probe sees: the course's solutions left out
     grade_quiz       a notebook's quiz: its answers read from the cells handed in, never run
     gradebook        the journal written as grading goes, grades.csv, gradebook.csv, reports
+    similarity       what similar.md compares: answers read as text, in a process under limits
     autograder       the grader as a Gradescope autograder and a PrairieLearn external grader
     bundles          what a teacher uploads: Gradescope's zip, PrairieLearn's grader folder
     platforms        what differs from one platform to the next (`PLATFORMS`), its results.json

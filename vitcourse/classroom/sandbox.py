@@ -280,31 +280,37 @@ def run(
         group = cgroups.make(box)  # the kernel's count and limit, where one can be made
         preexec = group.entering(preexec) if group is not None else preexec
         with open(tmp / "stderr", "w+b") as errors:  # a file: a pipe could fill and block
-            try:
-                process = subprocess.Popen(
-                    full,
-                    cwd=cwd,
-                    env=process_env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.DEVNULL,
-                    stderr=errors,
-                    start_new_session=True,  # its own process group, killed as one
-                    preexec_fn=preexec,
-                    pass_fds=keep,
-                )
-            finally:
-                for fd in keep:
-                    os.close(fd)
+            process = _start(full, cwd, process_env, errors, preexec, keep)
             try:
                 own = user if how == OWN_USER else None
                 broke = watch(process, box, out, errors, how == BUBBLEWRAP, own, home, group)
             finally:
-                if group is not None:
-                    group.remove()
                 if how == OWN_USER:  # whatever it left running or in the shared folders
                     users.clear_up(user)
             errors.seek(max(0, errors.seek(0, os.SEEK_END) - 20_000))
             stderr = errors.read().decode(errors="replace")
     finally:
+        if group is not None:  # what is left in it killed, and it removed
+            group.remove()
         remove_tree(tmp)
     return Ran(process.returncode, stderr, broke)
+
+
+def _start(full, cwd, env, errors, preexec, keep: tuple[int, ...]) -> subprocess.Popen:
+    """Start the command in a session of its own (its process group is killed as one), its error
+    stream to `errors`, the descriptors `keep` passed to it and closed here."""
+    try:
+        return subprocess.Popen(
+            full,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=errors,
+            start_new_session=True,
+            preexec_fn=preexec,
+            pass_fds=keep,
+        )
+    finally:
+        for fd in keep:
+            os.close(fd)
