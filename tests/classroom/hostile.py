@@ -45,6 +45,31 @@ if {write_package} and os.access(package, os.W_OK):
     open(package, "a").write("\\n# owned\\n")
 """
 
+# A way past a poll of processes' memory: socket pairs whose send buffers, raised to the most the
+# system allows, are filled until the writer would block (kernel memory, in no resident set).
+# `_hold(most)` keeps the pairs open in `_pairs` and returns what it holds.
+HOLD_SOCKETS = """
+import resource, socket, threading
+resource.setrlimit(resource.RLIMIT_NOFILE, (resource.getrlimit(resource.RLIMIT_NOFILE)[1],) * 2)
+_pairs = []
+def _hold(most):
+    held = 0
+    while held < most:
+        try:
+            a, b = socket.socketpair()
+        except OSError:
+            break
+        a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 64 << 20)
+        a.setblocking(False)
+        try:
+            while True:
+                held += a.send(b"x" * 65536)
+        except BlockingIOError:
+            pass
+        _pairs.append((a, b))
+    return held
+"""
+
 ATTACKS = {
     # Faking a pass by patching what judged it, in the student's own process.
     "patch_checks": """
@@ -115,29 +140,12 @@ time.sleep(5)
 def patchify(images, patch_size):
     return images
 """,
-    # Memory no process's resident set shows (issue 48): socket pairs' buffers, raised and
-    # filled by a thread while the rest of the notebook runs (three cells of 5 s are added after
-    # it), and a right answer defined at once.
-    "sockets": """
-import resource, socket, threading
-resource.setrlimit(resource.RLIMIT_NOFILE, (resource.getrlimit(resource.RLIMIT_NOFILE)[1],) * 2)
-_pairs = []
-def _hold():
-    held = 0
-    while held < 3.5 * 2**30:
-        try:
-            a, b = socket.socketpair()
-        except OSError:
-            return
-        a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 64 << 20)
-        a.setblocking(False)
-        try:
-            while True:
-                held += a.send(b"x" * 65536)
-        except BlockingIOError:
-            pass
-        _pairs.append((a, b))
-threading.Thread(target=_hold, daemon=True).start()
+    # Memory no process's resident set shows (issue 48): socket pairs' buffers filled by a thread
+    # while the rest of the notebook runs (three cells of 5 s are added after it), and a right
+    # answer defined at once.
+    "sockets": HOLD_SOCKETS
+    + """
+threading.Thread(target=_hold, args=(3.5 * 2**30,), daemon=True).start()
 patchify = lambda images, p: images.reshape(images.shape[0], images.shape[1], images.shape[2] // p, p, images.shape[3] // p, p).permute(0, 2, 4, 3, 5, 1).reshape(images.shape[0], -1, p * p * images.shape[1])
 """,
     "deaf": """

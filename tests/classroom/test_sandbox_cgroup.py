@@ -9,6 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from tests.classroom.hostile import HOLD_SOCKETS
 from tests.conftest import need_sandbox
 from vitcourse.classroom import sandbox, sandbox_cgroup
 from vitcourse.classroom.sandbox_cgroup import FILES, Cgroup, hierarchies, make
@@ -20,6 +21,7 @@ V1_MOUNTS = """\
 41 31 0:37 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
 """
 V1_MINE = "8:pids:/\n4:memory:/jobs/42\n0::/\n"
+V1_FOLDERS = {"sys/fs/cgroup/memory/jobs/42": None, "sys/fs/cgroup/pids": None}
 V2_MOUNTS = "29 23 0:26 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n"
 V2_MINE = "0::/user.slice/grader.service\n"
 
@@ -39,32 +41,27 @@ def _tree(tmp_path: Path, mounts: str, mine: str, folders: dict[str, str]) -> di
     return hierarchies(tmp_path / "mountinfo", tmp_path / "cgroup")
 
 
-def _files(folder: Path, *names: str) -> None:
-    for name in names:  # the files the kernel would make with the folder
-        (folder / name).write_text("max\n")
+def _kernel_fills(monkeypatch, version: int) -> None:
+    """A folder made here is empty; the kernel fills a real cgroup's: make its files with it."""
+    real_mkdir = Path.mkdir
+
+    def mkdir(self, *a, **k):
+        real_mkdir(self, *a, **k)
+        for name in (*FILES[version][:2], "pids.max", "cgroup.procs"):
+            (self / name).write_text("max\n")
+
+    monkeypatch.setattr(Path, "mkdir", mkdir)
 
 
 BOX = SimpleNamespace(memory_gb=1.5, processes=10)
 
 
 def test_v1_its_own_memory_cgroup_and_the_pids_hierarchys(tmp_path, monkeypatch):
-    found = _tree(
-        tmp_path,
-        V1_MOUNTS,
-        V1_MINE,
-        {"sys/fs/cgroup/memory/jobs/42": None, "sys/fs/cgroup/pids": None},
-    )
+    found = _tree(tmp_path, V1_MOUNTS, V1_MINE, V1_FOLDERS)
     memory, pids = tmp_path / "sys/fs/cgroup/memory/jobs/42", tmp_path / "sys/fs/cgroup/pids"
     assert found["memory"] == (memory, tmp_path / "sys/fs/cgroup/memory")
     assert found["pids"][0] == pids
-    # A folder made here is empty (the kernel fills a real one): make the kernel's files first.
-    real_mkdir = Path.mkdir
-
-    def mkdir(self, *a, **k):
-        real_mkdir(self, *a, **k)
-        _files(self, *FILES[1][:2], "pids.max", "cgroup.procs")
-
-    monkeypatch.setattr(Path, "mkdir", mkdir)
+    _kernel_fills(monkeypatch, 1)
     made = make(BOX, found)
     assert made is not None and len(made.folders) == 2
     assert made.folders[0].parent == memory and made.folders[1].parent == pids
@@ -78,13 +75,7 @@ def test_v1_its_own_memory_cgroup_and_the_pids_hierarchys(tmp_path, monkeypatch)
 
 def test_v2_its_own_cgroup_where_memory_is_handed_down_else_the_top(tmp_path, monkeypatch):
     own = "sys/fs/cgroup/user.slice/grader.service"
-    real_mkdir = Path.mkdir
-
-    def mkdir(self, *a, **k):
-        real_mkdir(self, *a, **k)
-        _files(self, *FILES[2][:2], "pids.max", "cgroup.procs")
-
-    monkeypatch.setattr(Path, "mkdir", mkdir)
+    _kernel_fills(monkeypatch, 2)
     # Delegated (systemd's Delegate=yes): in its own cgroup.
     found = _tree(tmp_path / "a", V2_MOUNTS, V2_MINE, {own: "memory pids\n"})
     made = make(BOX, found)
@@ -104,12 +95,7 @@ def test_v2_its_own_cgroup_where_memory_is_handed_down_else_the_top(tmp_path, mo
 
 
 def test_none_where_the_folders_cannot_be_written(tmp_path, monkeypatch):
-    found = _tree(
-        tmp_path,
-        V1_MOUNTS,
-        V1_MINE,
-        {"sys/fs/cgroup/memory/jobs/42": None, "sys/fs/cgroup/pids": None},
-    )
+    found = _tree(tmp_path, V1_MOUNTS, V1_MINE, V1_FOLDERS)
     monkeypatch.setattr(os, "access", lambda *a, **k: False)  # a teacher who is not root
     assert make(BOX, found) is None
     assert make(BOX, {}) is None  # no cgroup mounted at all
@@ -124,30 +110,16 @@ def test_removing_kills_what_is_left_and_leaves_nothing(tmp_path):
     assert group.killed() == 0  # no events file left: nothing counted
 
 
-# A student's way past the poll: socket pairs whose buffers (raised to the most the system
-# allows) are filled until the writer would block: kernel memory, in no process's resident set.
-SOCKETS = """\
-import resource, socket, sys, time
-soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-pairs, held = [], 0
-while held < 1536 * 2**20:
-    try:
-        a, b = socket.socketpair()
-    except OSError:
-        break
-    a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 64 << 20)
-    b.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 << 20)
-    a.setblocking(False)
-    try:
-        while True:
-            held += a.send(b"x" * 65536)
-    except BlockingIOError:
-        pass
-    pairs.append((a, b))
+# 1.5 GB held in socket pairs' buffers (`HOLD_SOCKETS`), then kept for 20 s.
+SOCKETS = (
+    HOLD_SOCKETS
+    + """
+import sys, time
+held = _hold(1536 * 2**20)
 open(sys.argv[1] + "/held", "w").write(str(held))
 time.sleep(20)
 """
+)
 
 
 def _need_cgroup() -> None:
