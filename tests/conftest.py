@@ -56,6 +56,17 @@ def make_toy_loaders(n: int = 160, seed: int = 0, batch_size: int = 16) -> Simpl
     return SimpleNamespace(train=train, val=val, test=val)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _sandboxes_unmounted(tmp_path_factory):
+    """The tmpfs a root grader mounts on a sandbox's output (`sandbox_disk`) stays until the
+    folder is removed with `sandbox.remove_tree`; the tests' folders are pytest's: unmounted at
+    the end, so that nothing is left mounted under them."""
+    yield
+    from vitcourse.classroom import sandbox_disk
+
+    sandbox_disk.release(tmp_path_factory.getbasetemp())
+
+
 @pytest.fixture
 def tiny_vit() -> ViTConfig:
     return TINY_VIT

@@ -228,6 +228,28 @@ def patchify(images, patch_size):
     return images
 """,
     "huge_answer": "patchify = [" + "0," * 500_000 + "]\n",
+    # 400 MB written to the output folder in a burst, every file deleted at once but kept open,
+    # then all closed: much of it between two of the grader's looks. Where the grader mounts a
+    # tmpfs there, the kernel refuses the writes past the limit; the cell says how much it wrote.
+    "disk_burst": """
+import os
+kept, wrote = [], 0
+try:
+    for i in range(400):
+        f = open(f"/grading/out/burst{i}", "wb")
+        f.write(b"x" * 2**20)
+        f.flush()
+        os.unlink(f.name)
+        kept.append(f)
+        wrote += 1
+except OSError as e:
+    print("refused:", e.strerror)
+for f in kept:
+    f.close()
+print(f"burst: {wrote} MB written")
+def patchify(images, patch_size):
+    return images
+""",
     # 120 tiny outputs under one display id, then one update of 1 MB: nbclient writes the update
     # into all 120 (issue 48: a 120 MB executed notebook).
     "display_flood": """

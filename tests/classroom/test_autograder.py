@@ -21,6 +21,7 @@ from tests.classroom.hostile import _replace, _write, processes_with
 from tests.conftest import need_root, need_sandbox, with_quiz_answers
 from vitcourse.classroom import autograder, bundles, platforms, sandbox
 from vitcourse.classroom import sandbox_cgroup as cgroups
+from vitcourse.classroom import sandbox_disk as disk
 from vitcourse.classroom.gradebook import Grade
 from vitcourse.quiz.questions import questions
 
@@ -273,8 +274,9 @@ def test_honest_and_wrong_submissions_on_both_platforms(graded):
     assert wrong["score"] == 1 and wrong["tests"][0]["output"].startswith("wrong: ")
     assert wrong["tests"][2]["output"].startswith("wrong: 0 of ")  # the quiz's answers
     assert "a user of its own" in wrong["output"] and "left readable" in wrong["output"]
-    # How memory was counted, in both modes: by the kernel where the grader made a cgroup
-    said = cgroups.note()
+    # How memory and output were counted, in both modes: by the kernel where the grader made a
+    # cgroup and mounted a tmpfs
+    said = f"{cgroups.note()}; {disk.note()}"
     assert said in honest["output"] and said in wrong["output"], (said, wrong["output"])
     learn = valid_prairielearn(graded["prairielearn", "honest", "own-user"]["results"])
     assert learn["gradable"] and learn["score"] == 1.0

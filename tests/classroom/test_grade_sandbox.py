@@ -32,7 +32,7 @@ from tests.classroom.hostile import (
     write_round_two,
 )
 from tests.conftest import need_sandbox
-from vitcourse.classroom import gradebook, sandbox_cgroup
+from vitcourse.classroom import gradebook, sandbox_cgroup, sandbox_disk
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -275,6 +275,14 @@ def test_no_submission_stops_the_class_or_borrows_the_solution(round_two):
     assert "\\x1b]0;owned" in hostile["done"].stdout  # the skipped file, escaped
     assert list((hostile["root"] / "tmp").iterdir()) == []
     assert list(out.glob(".work-*")) == []
+    # The burst to disk: where the grader mounts a tmpfs, the kernel refused what went past the
+    # 256 MB limit (and its 1 MB of slack), whether or not the poll looked in time.
+    burst = out / "executed" / gradebook.file_name("disk_burst") / "01_patches.ipynb"
+    wrote = re.search(r"burst: (\d+) MB written", burst.read_text()) if burst.exists() else None
+    if wrote is None:  # stopped by the poll, which names the limit broken
+        assert "wrote more than 256 MB" in grades[("disk_burst", "patchify")]["hint"]
+    elif sandbox_disk.why_not() is None:  # (without a tmpfs, what the grader's note says)
+        assert int(wrote.group(1)) <= 256 + sandbox_disk.SLACK_MB, wrote.group()
     flood = out / "executed" / gradebook.file_name("display_flood") / "01_patches.ipynb"
     assert flood.stat().st_size < 3_000_000  # not 120 copies of the 1 MB update
     assert "the grader kept only the first 1 MB" in flood.read_text()

@@ -110,6 +110,42 @@ def test_removing_kills_what_is_left_and_leaves_nothing(tmp_path):
     assert group.killed() == 0  # no events file left: nothing counted
 
 
+def _dead_pid() -> int:
+    """The process id of a process that has ended."""
+    import subprocess
+
+    ended = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(ended.stdout)
+
+
+def test_a_dead_graders_cgroups_are_swept_a_live_ones_kept(tmp_path):
+    """Made-up folders (a real cgroup's files are the kernel's, and go with it)."""
+    dead, live = _dead_pid(), os.getpid()
+    for name in (f"vitcourse-{dead}-0", f"vitcourse-{dead}-7", f"vitcourse-{live}-1", "other-1"):
+        (tmp_path / name).mkdir()
+    swept = sandbox_cgroup.sweep.__wrapped__((tmp_path,))
+    assert [p.name for p in swept] == [f"vitcourse-{dead}-0", f"vitcourse-{dead}-7"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other-1", f"vitcourse-{live}-1"]
+
+
+def test_a_real_cgroup_left_by_a_killed_grader_is_swept():
+    _need_cgroup()
+    made = make(SimpleNamespace(memory_gb=1, processes=1))
+    assert made is not None
+    left = tuple(f.with_name(f"vitcourse-{_dead_pid()}-0") for f in made.folders)
+    made.remove()
+    for folder in left:
+        folder.mkdir()  # as a grader killed with SIGKILL leaves it
+    parents = tuple(f.parent for f in left)
+    assert set(sandbox_cgroup.sweep.__wrapped__(parents)) == set(left)
+    assert not any(folder.exists() for folder in left)
+
+
 # 1.5 GB held in socket pairs' buffers (`HOLD_SOCKETS`), then kept for 20 s.
 SOCKETS = (
     HOLD_SOCKETS

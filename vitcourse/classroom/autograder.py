@@ -37,6 +37,7 @@ from pathlib import Path
 
 from vitcourse.classroom import bundles, platforms, sandbox
 from vitcourse.classroom import sandbox_cgroup as cgroups
+from vitcourse.classroom import sandbox_disk as disk
 from vitcourse.classroom.grade import speak
 from vitcourse.classroom.gradebook import NOT_HANDED_IN, Grade
 from vitcourse.classroom.grading import grade_notebook, graded_by_notebook
@@ -78,13 +79,18 @@ def read_points(path: Path) -> dict[str, dict[str, float]]:
     return points
 
 
+def counted() -> str:
+    """How the sandboxes' memory and output were counted here (the kernel's, or the poll's)."""
+    return f"{cgroups.note()}; {disk.note()}"
+
+
 def choose_isolation(wanted: str = "auto") -> tuple[str, str]:
     """(mode, what it means, for the results). `auto`: bubblewrap's sandbox where it works here,
     else a user of its own (the grader is root); `bubblewrap`, `own-user` or `none` (a trial
     only): that one, or an error saying why it cannot run here."""
     why = sandbox.bubblewrap() if wanted in ("auto", "bubblewrap") else "not asked for"
     if why is None:
-        return sandbox.BUBBLEWRAP, f"{_(platforms.ISOLATION[sandbox.BUBBLEWRAP])}; {cgroups.note()}"
+        return sandbox.BUBBLEWRAP, f"{_(platforms.ISOLATION[sandbox.BUBBLEWRAP])}; {counted()}"
     if wanted == "none":
         return sandbox.NO_SANDBOX, _(platforms.ISOLATION[sandbox.NO_SANDBOX])
     if wanted in ("auto", "own-user") and os.geteuid() == 0:
@@ -98,7 +104,7 @@ def choose_isolation(wanted: str = "auto") -> tuple[str, str]:
         refused = sandbox.own_user()
         if refused is None:
             note = f" (bubblewrap: {why})" if wanted == "auto" else ""
-            said = f"{_(platforms.ISOLATION[sandbox.OWN_USER])}{note}; {cgroups.note()}"
+            said = f"{_(platforms.ISOLATION[sandbox.OWN_USER])}{note}; {counted()}"
             return sandbox.OWN_USER, said
         why = f"{why}; {refused}"
     elif wanted in ("auto", "own-user"):

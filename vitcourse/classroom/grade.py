@@ -43,6 +43,7 @@ from tqdm.auto import tqdm
 
 from vitcourse.classroom import gradebook, sandbox, similarity
 from vitcourse.classroom import sandbox_cgroup as cgroups
+from vitcourse.classroom import sandbox_disk as disk
 from vitcourse.classroom.gradebook import NOT_HANDED_IN, Grade, summarise
 from vitcourse.classroom.grading import exercises_by_notebook, grade_notebook, graded_by_notebook
 from vitcourse.classroom.sandbox import Limits
@@ -247,8 +248,10 @@ def main(argv: list[str] | None = None) -> None:
         )
     if args.no_sandbox:
         print(f"warning: no sandbox: {sandbox.EXPOSED}.", file=sys.stderr)
-    elif cgroups.why_not():  # the poll alone: say what it misses
-        print(f"note: {cgroups.note()}.", file=sys.stderr)
+    else:  # where the poll alone counts: say what it misses
+        for kernel in (cgroups, disk):
+            if kernel.why_not():
+                print(f"note: {kernel.note()}.", file=sys.stderr)
     try:
         grades, skipped = grade_class(
             args.submissions,

@@ -22,6 +22,9 @@ through `run`:
   make one (root, or a delegated cgroup v2 tree), the sandbox also gets a cgroup: the kernel then
   counts and limits all its memory, what sockets and pipes hold included, and its tasks
   (`vitcourse.classroom.sandbox_cgroup`); elsewhere the grader says the poll is the only count.
+  As root, where it may mount, the output folder (and a user of its own's home) is a tmpfs of
+  its own, its size the limit: the kernel refuses what a step writes past it between two polls,
+  files deleted but kept open included (`vitcourse.classroom.sandbox_disk`).
 - **Never root**: run as root, the grader starts each sandbox's command as a user of its own
   (see `vitcourse.classroom.sandbox_user`); run by a teacher, as that teacher in a user namespace.
 - **Without bubblewrap, as root** (`OWN_USER`: a container that forbids user namespaces, as on
@@ -48,6 +51,7 @@ from pathlib import Path
 
 from vitcourse.classroom import sandbox_bubblewrap as bubblewrap_sandbox
 from vitcourse.classroom import sandbox_cgroup as cgroups
+from vitcourse.classroom import sandbox_disk as disk
 from vitcourse.classroom import sandbox_user as users
 from vitcourse.classroom.sandbox_bubblewrap import INSIDE
 from vitcourse.classroom.sandbox_watch import watch
@@ -143,13 +147,16 @@ def _needed() -> list[Path]:
 def _try(how: str, failed: str) -> str | None:
     with tempfile.TemporaryDirectory(prefix="vitcourse-sandbox-") as tmp:
         (Path(tmp) / "in").mkdir()
-        tried = run(
-            [sys.executable, "-c", "pass"],
-            Path(tmp) / "in",
-            Path(tmp) / "out",
-            Box(seconds=60, memory_gb=1),
-            how,
-        )
+        try:
+            tried = run(
+                [sys.executable, "-c", "pass"],
+                Path(tmp) / "in",
+                Path(tmp) / "out",
+                Box(seconds=60, memory_gb=1),
+                how,
+            )
+        finally:
+            remove_tree(Path(tmp) / "out")  # unmounted: the folder can go
     if tried.returncode != 0 or tried.broke:
         last = (tried.stderr.strip().splitlines() or [tried.broke or "no message"])[-1]
         return f"{failed} ({last})"
@@ -221,6 +228,7 @@ def remove_tree(folder: Path) -> None:
     mode the student's code set (a folder chmodded to 000) is undone first."""
     if not os.path.lexists(folder):
         return
+    disk.release(folder)  # the sandboxes' tmpfs in it: unmounted, not emptied through
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
     if shutil.which("rm") and shutil.which("chmod"):
         subprocess.run(["chmod", "-R", "u+rwX", "--", str(folder)], check=False, **quiet)
@@ -252,9 +260,12 @@ def run(
     `box`'s limits, isolated as `sandbox` says (`mode`). In bubblewrap's sandbox they are
     `/grading/in` and `/grading/out`; otherwise the command gets their real paths in place of
     those two (it should take them as arguments). Its environment is `env`, with the grader's
-    language (`VITCOURSE_LANG`, unless `env` names one) and a few settings."""
+    language (`VITCOURSE_LANG`, unless `env` names one) and a few settings. Where the grader
+    mounts a tmpfs on `out` (`sandbox_disk.hold`), it stays there for the grader to read until
+    `remove_tree` removes `out` or a folder above it."""
     how = mode(sandbox)
     out.mkdir(parents=True, exist_ok=True)
+    held = disk.hold(out, box.output_mb)  # the kernel's limit on its size, where one can be had
     out.chmod(0o777)  # the sandbox's user is not the folder's owner (its parent is private)
     env = _environment(env, box)
     # Beside `out`, in the grader's own work folder: nothing is left in /tmp if the grader dies.
@@ -277,6 +288,7 @@ def run(
                 full, cwd, process_env, home, preexec = users.launch(
                     full, user, given, out, box.package, tmp, env, preexec
                 )
+                disk.hold(home, box.tmp_mb, owner=user, mode=0o700)
         group = cgroups.make(box)  # the kernel's count and limit, where one can be made
         preexec = group.entering(preexec) if group is not None else preexec
         with open(tmp / "stderr", "w+b") as errors:  # a file: a pipe could fill and block
@@ -287,6 +299,8 @@ def run(
             finally:
                 if how == OWN_USER:  # whatever it left running or in the shared folders
                     users.clear_up(user)
+            if held and broke is None and disk.used(out) > box.output_mb * 2**20:
+                broke = "output"  # past the limit, within the tmpfs's slack, between two polls
             errors.seek(max(0, errors.seek(0, os.SEEK_END) - 20_000))
             stderr = errors.read().decode(errors="replace")
     finally:

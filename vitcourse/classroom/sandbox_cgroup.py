@@ -19,7 +19,9 @@ Where it is made, in the first place that works:
   counted in `memory.oom_control`): in the grader's own cgroup of the memory and pids
   hierarchies, as root.
 
-Everything is made with the sandbox and removed after it (its processes killed first).
+Everything is made with the sandbox and removed after it (its processes killed first). What a
+grader killed before its clean-up left behind is removed by the next grader's first `make`
+(`sweep`: each cgroup's name holds its grader's process id).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from __future__ import annotations
 import functools
 import itertools
 import os
+import re
 import signal
 import time
 from dataclasses import dataclass
@@ -155,6 +158,31 @@ def _parents(found: dict[str, tuple[Path, Path]]) -> tuple[int, tuple[Path, ...]
     return None
 
 
+def alive(pid: int) -> bool:
+    """Whether a process `pid` is running (one of another user's included)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@functools.cache
+def sweep(parents: tuple[Path, ...]) -> list[Path]:
+    """Remove the cgroups in `parents` that a grader killed before its clean-up left (its
+    process is gone: what is in them is killed), once per process; say which."""
+    removed = []
+    for parent in parents:
+        for folder in sorted(parent.glob("vitcourse-*-*")):
+            made_by = re.fullmatch(r"vitcourse-(\d+)-\d+", folder.name)
+            if made_by and folder.is_dir() and not alive(int(made_by.group(1))):
+                Cgroup((folder,), folder / "none").remove(seconds=1)
+                removed.append(folder)
+    return removed
+
+
 def make(box, found: dict[str, Path] | None = None) -> Cgroup | None:
     """A cgroup for a sandbox with `box`'s limits (`sandbox.Box`: memory, processes), or None
     where none can be made here. `found`: the hierarchies (default, this process's own)."""
@@ -165,6 +193,7 @@ def make(box, found: dict[str, Path] | None = None) -> Cgroup | None:
     if place is None:
         return None
     version, parents = place
+    sweep(parents)
     limit, swap, events = FILES[version]
     name = f"vitcourse-{os.getpid()}-{next(_names)}"
     folders = tuple(parent / name for parent in parents)
