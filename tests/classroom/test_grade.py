@@ -18,7 +18,16 @@ import pytest
 
 from tests.conftest import need, need_sandbox
 from vitcourse import checks, language
-from vitcourse.classroom import autograder, grade, gradebook, platforms, sandbox, similarity
+from vitcourse.classroom import (
+    autograder,
+    grade,
+    gradebook,
+    platforms,
+    sandbox,
+    sandbox_cgroup,
+    sandbox_disk,
+    similarity,
+)
 from vitcourse.classroom.gradebook import Grade, summarise
 from vitcourse.classroom.grading import exercises_by_notebook, match_notebook
 from vitcourse.classroom.student import student_notebook
@@ -429,3 +438,23 @@ def test_a_crash_while_grading_is_an_error_for_that_student_alone(tmp_path, monk
             "(RecursionError: maximum recursion depth exceeded while calling)",
         )
     assert len((tmp_path / "out" / "journal.jsonl").read_text().splitlines()) == 2
+
+
+def test_the_grader_says_where_the_poll_is_the_only_count(tmp_path, monkeypatch, capsys):
+    """A grader that can make no cgroup and mount no tmpfs (a teacher who is not root) says so on
+    the terminal, one line each; where it can, it says nothing."""
+    need("cloudpickle", "pip install -r requirements-teachers.txt")
+    monkeypatch.setattr(sandbox, "bubblewrap", lambda: None)
+    (tmp_path / "subs").mkdir()
+    for kernel, said in (
+        (sandbox_cgroup, sandbox_cgroup.POLL_ONLY),
+        (sandbox_disk, sandbox_disk.POLLED),
+    ):
+        monkeypatch.setattr(kernel, "why_not", lambda said=said: said)
+    grade.main([str(tmp_path / "subs"), "--out", str(tmp_path / "out")])
+    notes = [line for line in capsys.readouterr().err.splitlines() if line.startswith("note: ")]
+    assert notes == [f"note: {sandbox_cgroup.POLL_ONLY}.", f"note: {sandbox_disk.POLLED}."]
+    for kernel in (sandbox_cgroup, sandbox_disk):
+        monkeypatch.setattr(kernel, "why_not", lambda: None)
+    grade.main([str(tmp_path / "subs"), "--out", str(tmp_path / "out")])
+    assert "note: " not in capsys.readouterr().err
