@@ -152,7 +152,7 @@ def test_files_deleted_but_kept_open_count_as_output(tmp_path, monkeypatch, tmpf
     if not tmpfs:  # the poll alone, as where no tmpfs can be mounted
         monkeypatch.setattr(sandbox_disk, "hold", lambda *a, **k: False)
     elif sandbox_disk.why_not() is not None:
-        pytest.skip(sandbox_disk.why_not())
+        pytest.skip(f"the kernel's hold cannot be tried here: {sandbox_disk.why_not()}")
     held = (
         "import os, time\n"
         "kept = []\n"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import need_sandbox
-from vitcourse.classroom import sandbox, sandbox_disk
+from vitcourse.classroom import sandbox, sandbox_cgroup, sandbox_disk
 from vitcourse.classroom.sandbox_disk import SLACK_MB, hold, mounts, release
 
 MOUNTINFO = """\
@@ -37,7 +37,7 @@ def test_a_folder_with_files_is_never_mounted_over(tmp_path):
 def _need_tmpfs() -> None:
     why = sandbox_disk.why_not()
     if why is not None:
-        pytest.skip(why)
+        pytest.skip(f"the kernel's hold cannot be tried here: {why}")
 
 
 def _mounted(folder: Path) -> bool:
@@ -141,7 +141,7 @@ def test_a_burst_between_two_polls_is_held_by_the_kernel(tmp_path, monkeypatch, 
     if how == sandbox.BUBBLEWRAP:
         need_sandbox()
     if how == sandbox.OWN_USER and sandbox.own_user() is not None:
-        pytest.skip(sandbox.own_user())
+        pytest.skip(f"no user of its own here: {sandbox.own_user()}")
     folder = "/grading/out" if where == "out" else "$HOME"
     code = BURST.replace("sys.argv[1]", "os.path.expandvars(sys.argv[1])")
     box = sandbox.Box(seconds=60, memory_gb=2, output_mb=8, tmp_mb=4)
@@ -161,3 +161,23 @@ def test_a_burst_between_two_polls_is_held_by_the_kernel(tmp_path, monkeypatch, 
         if done.broke is None and _wrote(done) == 40:
             break
     assert done.broke is None and _wrote(done) == 40, done  # 40 MB, unseen by the poll
+
+
+def test_what_a_step_writes_to_its_tmpfs_counts_as_its_memory(tmp_path):
+    """The tmpfs's pages are memory: in a cgroup, 700 MB written to the output folder (under an
+    800 MB output limit) break a 0.5 GB memory limit."""
+    need_sandbox()
+    _need_tmpfs()
+    if sandbox_cgroup.why_not() is not None:
+        pytest.skip(f"no cgroup here to count it: {sandbox_cgroup.why_not()}")
+    code = (
+        "import sys\n"
+        "with open(sys.argv[1] + '/big', 'wb') as f:\n"
+        "    for i in range(700):\n"
+        "        f.write(b'x' * 2**20)\n"
+    )
+    box = sandbox.Box(seconds=60, memory_gb=0.5, output_mb=800)
+    (tmp_path / "in").mkdir()
+    done = sandbox.run([sys.executable, "-c", code, "/grading/out"], tmp_path / "in",
+                       tmp_path / "out", box)  # fmt: skip
+    assert done.broke == "memory", done

@@ -23,8 +23,8 @@ through `run`:
   counts and limits all its memory, what sockets and pipes hold included, and its tasks
   (`vitcourse.classroom.sandbox_cgroup`); elsewhere the grader says the poll is the only count.
   As root, where it may mount, the output folder (and a user of its own's home) is a tmpfs of
-  its own, its size the limit: the kernel refuses what a step writes past it between two polls,
-  files deleted but kept open included (`vitcourse.classroom.sandbox_disk`).
+  its own, its size the limit plus 1 MB: the kernel refuses what a step writes past it between
+  two polls, files deleted but kept open included (`vitcourse.classroom.sandbox_disk`).
 - **Never root**: run as root, the grader starts each sandbox's command as a user of its own
   (see `vitcourse.classroom.sandbox_user`); run by a teacher, as that teacher in a user namespace.
 - **Without bubblewrap, as root** (`OWN_USER`: a container that forbids user namespaces, as on
