@@ -1,6 +1,7 @@
 """The course's book (book/build) as a reader sees it, in Debian's Chromium driven by Playwright.
 
-The book is built once for this module: in quick mode into a temporary folder (every notebook
+The book is built once for the run (this file's tests and those of test_book_screens.py and
+test_book_slides.py share it): in quick mode into the run's temporary folder (every notebook
 executed, with small data), or, where `VITCOURSE_BOOK_HTML` names a built book's html folder, that
 one (`.ci/run` builds the real book in full mode first and hands it over). It is served on
 127.0.0.1, and the tests check what a reader meets:
@@ -25,6 +26,7 @@ build` builds a book from a notebook whose cell raises. Needs requirements-book.
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import http.server
 import json
@@ -99,17 +101,32 @@ def build_book(
 
 @pytest.fixture(scope="module")
 def book(tmp_path_factory) -> Path:
-    """The built book's html folder."""
+    """The built book's html folder: the one `VITCOURSE_BOOK_HTML` names, or a quick build made
+    once for the whole run. The three files that read the book share that build, in one process or
+    in pytest-xdist's several: the first to get here builds it under a lock in the run's temporary
+    folder, the others wait for it and read it (a failed build is reported to each, not retried)."""
     _need_book_tools()
     given = os.environ.get("VITCOURSE_BOOK_HTML")
     if given:
         html = Path(given).resolve()
         assert (html / "index.html").exists(), f"VITCOURSE_BOOK_HTML={given} holds no index.html"
         return html
-    folder = tmp_path_factory.mktemp("book")
-    for language in ("en", "es"):  # side by side: each edition links to the other
-        done = build_book(folder, language=language)
-        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    run = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        run = run.parent  # each worker's folder is in the run's
+    folder, failed = run / "book", run / "book-failed.txt"
+    with open(run / "book.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not (folder / "built").exists() and not failed.exists():
+            for language in ("en", "es"):  # side by side: each edition links to the other
+                done = build_book(folder, language=language)
+                if done.returncode != 0:
+                    failed.write_text(done.stdout[-3000:] + done.stderr[-3000:])
+                    break
+            else:
+                (folder / "built").touch()
+    if failed.exists():
+        pytest.fail(f"the book did not build:\n{failed.read_text()}")
     return folder / "book" / "_build" / "html"
 
 
