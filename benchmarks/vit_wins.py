@@ -26,10 +26,13 @@ one line:
     python benchmarks/vit_wins.py --seed 0 --models vit cnn    # two of the three
     python benchmarks/vit_wins.py --seed 0 --squares 7     # 7 x 7 squares, and the ViT's patches
     python benchmarks/vit_wins.py --seed 0 1 2 3 4 --out data/trained/vit_wins_fashion-mnist-scrambled_3-minutes.json
+    python benchmarks/vit_wins.py --merge seed0.json seed1.json --out both.json  # one file
 
 `--out` writes every run (test accuracy, curves, steps, seconds, FLOPs) as JSON: the files
 notebook 09 loads (`data/trained/`, named by `race_file`). Test accuracy is on all 10,000 test
-images.
+images. Seeds raced by separate commands (on separate machines, or one after another) are joined
+into one such file by `--merge`, which refuses files of different datasets or budgets and a model
+raced twice with the same seed, and prints the summary over every seed.
 """
 
 from __future__ import annotations
@@ -130,6 +133,40 @@ def summary(results: list[dict], models: list[str]) -> list[str]:
     return lines
 
 
+def _budget(race: dict) -> str:
+    """A race file's dataset and budget, in words: "5 passes on fashion-mnist"."""
+    given = f"{race['epochs']} passes" if race.get("epochs") else f"{race.get('minutes'):g} minutes"
+    return f"{given} on {race.get('dataset')}"
+
+
+def merge(paths: list[Path]) -> dict:
+    """The races in the files at `paths` (written by `--out`) as one: their runs together, sorted by
+    seed. The files must hold the same dataset and budget, and no model twice with one seed."""
+    races = [(path, json.loads(path.read_text())) for path in paths]
+    first, race = races[0]
+    for path, other in races[1:]:
+        if [other.get(k) for k in ("dataset", "minutes", "epochs")] != [
+            race.get(k) for k in ("dataset", "minutes", "epochs")
+        ]:
+            raise ValueError(
+                f"{path} holds a race of {_budget(other)}, {first} one of {_budget(race)}: "
+                "only races of the same dataset and budget can be merged"
+            )
+    runs, seen = [], {}
+    for path, other in races:
+        for run in other["results"]:
+            key = (run["model"], run["seed"])
+            if key in seen:
+                raise ValueError(
+                    f"{run['model']} with seed {run['seed']} is in {seen[key]} and {path}"
+                )
+            seen[key] = path
+            runs.append(run)
+    machines = list(dict.fromkeys(other["machine"] for _, other in races))
+    runs.sort(key=lambda run: (run["seed"], MODELS.index(run["model"])))
+    return {**race, "machine": "; ".join(machines), "results": runs}
+
+
 def main(argv: list[str] | None = None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, nargs="+", default=[0], help="one or more seeds")
@@ -140,12 +177,23 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--dataset", default="fashion-mnist-scrambled")
     parser.add_argument("--out", type=Path, help="write every run here, as JSON")
     parser.add_argument(
+        "--merge", type=Path, nargs="+", help="join these files' races into --out; train nothing"
+    )
+    parser.add_argument(
         "--squares",
         type=int,
         help="the scramble's squares (and the ViT's "
         "patches), in pixels: default half the image's side",
     )
     args = parser.parse_args(argv)
+    if args.merge:
+        if not args.out:
+            parser.error("--merge needs --out, the file to write")
+        merged = merge(args.merge)
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(merged, indent=1))
+        print("\n".join(summary(merged["results"], list(MODELS))))
+        return merged["results"]
     info = dataset_info(args.dataset)
     if args.squares:  # the same dataset, scrambled in other squares
         info = replace(info if info.scramble else scrambled_twin(info), scramble=args.squares)

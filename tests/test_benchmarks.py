@@ -210,6 +210,34 @@ def test_vit_wins_gives_every_model_the_same_passes(tmp_path, monkeypatch, capsy
         vit_wins.main(["--epochs", "2", "--minutes", "1"])
 
 
+def test_vit_wins_merges_races_run_seed_by_seed_into_the_shipped_file(tmp_path, capsys):
+    """--merge: the shipped 5-pass race cut into one file a seed, joined again, is the shipped race
+    (its runs in the same order), and files of another budget or a seed twice are refused."""
+    vit_wins = load("vit_wins")
+    shipped = BENCHMARKS.parent / "data" / "trained" / vit_wins.race_file("fashion-mnist", epochs=5)
+    race = json.loads(shipped.read_text())
+    pieces = []
+    for seed in sorted({r["seed"] for r in race["results"]}, reverse=True):
+        piece = tmp_path / f"seed{seed}.json"
+        runs = [r for r in race["results"] if r["seed"] == seed]
+        piece.write_text(json.dumps({**race, "results": runs}))
+        pieces.append(piece)
+    out = tmp_path / "merged.json"
+    vit_wins.main(["--merge", *map(str, pieces), "--out", str(out)])
+    assert json.loads(out.read_text()) == race
+    assert "5 seeds" in capsys.readouterr().out
+    other = tmp_path / "minutes.json"
+    other.write_text(json.dumps({**race, "epochs": None, "minutes": 3.0, "results": []}))
+    with pytest.raises(
+        ValueError, match="3 minutes on fashion-mnist, .* 5 passes on fashion-mnist"
+    ):
+        vit_wins.merge([pieces[0], other])
+    with pytest.raises(ValueError, match="seed 4 is in"):
+        vit_wins.merge([pieces[0], pieces[0]])
+    with pytest.raises(SystemExit):  # where to write it is needed
+        vit_wins.main(["--merge", str(pieces[0])])
+
+
 def few_images(make_loaders, n):
     """make_loaders, with only the first `n` training images."""
 
