@@ -18,6 +18,7 @@
     sandbox_memory   shared memory held to the memory limit where no cgroup counts it
     sandbox_cgroup   a cgroup for each sandbox, where one can be made: the kernel's count
     sandbox_disk     each sandbox's output on a tmpfs of its size, where one can be mounted
+    sandbox_out      a teacher's sandbox: its output on a tmpfs of its own, copied out after
     sandbox_watch    the limits watched from outside: time, memory, processes, output
     sandbox_user     who a sandbox runs as: never root; without bubblewrap, a user of its own
 

@@ -79,9 +79,10 @@ def read_points(path: Path) -> dict[str, dict[str, float]]:
     return points
 
 
-def counted() -> str:
-    """How the sandboxes' memory and output were counted here (the kernel's, or the poll's)."""
-    return f"{cgroups.note()}; {disk.note()}"
+def counted(how: str | None = None) -> str:
+    """How the sandboxes' memory and output were counted here (the kernel's, or the poll's), in
+    the isolation mode `how`."""
+    return f"{cgroups.note()}; {disk.note(how)}"
 
 
 def choose_isolation(wanted: str = "auto") -> tuple[str, str]:
@@ -90,7 +91,8 @@ def choose_isolation(wanted: str = "auto") -> tuple[str, str]:
     only): that one, or an error saying why it cannot run here."""
     why = sandbox.bubblewrap() if wanted in ("auto", "bubblewrap") else "not asked for"
     if why is None:
-        return sandbox.BUBBLEWRAP, f"{_(platforms.ISOLATION[sandbox.BUBBLEWRAP])}; {counted()}"
+        isolation = _(platforms.ISOLATION[sandbox.BUBBLEWRAP])
+        return sandbox.BUBBLEWRAP, f"{isolation}; {counted(sandbox.BUBBLEWRAP)}"
     if wanted == "none":
         return sandbox.NO_SANDBOX, _(platforms.ISOLATION[sandbox.NO_SANDBOX])
     if wanted in ("auto", "own-user") and os.geteuid() == 0:
@@ -104,7 +106,7 @@ def choose_isolation(wanted: str = "auto") -> tuple[str, str]:
         refused = sandbox.own_user()
         if refused is None:
             note = f" (bubblewrap: {why})" if wanted == "auto" else ""
-            said = f"{_(platforms.ISOLATION[sandbox.OWN_USER])}{note}; {counted()}"
+            said = f"{_(platforms.ISOLATION[sandbox.OWN_USER])}{note}; {counted(sandbox.OWN_USER)}"
             return sandbox.OWN_USER, said
         why = f"{why}; {refused}"
     elif wanted in ("auto", "own-user"):

@@ -24,7 +24,9 @@ through `run`:
   (`vitcourse.classroom.sandbox_cgroup`); elsewhere the grader says the poll is the only count.
   As root, where it may mount, the output folder (and a user of its own's home) is a tmpfs of
   its own, its size the limit plus 1 MB: the kernel refuses what a step writes past it between
-  two polls, files deleted but kept open included (`vitcourse.classroom.sandbox_disk`).
+  two polls, files deleted but kept open included (`vitcourse.classroom.sandbox_disk`). Run by a
+  teacher who is not root, bubblewrap's sandbox mounts such a tmpfs itself, and its files are
+  copied into the output folder after the step (`vitcourse.classroom.sandbox_out`).
 - **Never root**: run as root, the grader starts each sandbox's command as a user of its own
   (see `vitcourse.classroom.sandbox_user`); run by a teacher, as that teacher in a user namespace.
 - **Without bubblewrap, as root** (`OWN_USER`: a container that forbids user namespaces, as on
@@ -40,6 +42,7 @@ through `run`:
 from __future__ import annotations
 
 import functools
+import json
 import os
 import resource
 import shutil
@@ -52,6 +55,7 @@ from pathlib import Path
 from vitcourse.classroom import sandbox_bubblewrap as bubblewrap_sandbox
 from vitcourse.classroom import sandbox_cgroup as cgroups
 from vitcourse.classroom import sandbox_disk as disk
+from vitcourse.classroom import sandbox_out
 from vitcourse.classroom import sandbox_user as users
 from vitcourse.classroom.sandbox_bubblewrap import INSIDE
 from vitcourse.classroom.sandbox_watch import watch
@@ -277,7 +281,7 @@ def run(
     home, preexec = None, _limit(box, 0 if user else users.tasks_of_this_user())
     try:
         if how == BUBBLEWRAP:
-            full, keep = bubblewrap_sandbox.launch(command, given, out, box, env, tmp, user)
+            full, keep = bubblewrap_sandbox.launch(command, given, out, box, env, tmp, user, held)
             cwd, process_env = "/", {"PATH": "/usr/bin:/bin"}
         else:
             full = [_outside(a, given, out) for a in command]
@@ -301,6 +305,8 @@ def run(
                     users.clear_up(user)
             if held and broke is None and disk.used(out) > box.output_mb * 2**20:
                 broke = "output"  # past the limit, within the tmpfs's slack, between two polls
+            if how == BUBBLEWRAP and not held and user is None:  # the sandbox's tmpfs, copied
+                broke = broke or copied_out(out)
             errors.seek(max(0, errors.seek(0, os.SEEK_END) - 20_000))
             stderr = errors.read().decode(errors="replace")
     finally:
@@ -308,6 +314,21 @@ def run(
             group.remove()
         remove_tree(tmp)
     return Ran(process.returncode, stderr, broke)
+
+
+def copied_out(out: Path) -> str | None:
+    """ "output" where the step broke the output limit in the sandbox's own tmpfs, by the report
+    `sandbox_out` wrote beside what it copied into `out` (read and removed here); a step that
+    left no report (it killed the copy) wrote nothing out either."""
+    report = out / sandbox_out.REPORT
+    try:
+        with open(report, "rb", opener=lambda p, f: os.open(p, f | os.O_NOFOLLOW)) as file:
+            said = json.loads(file.read(1000))
+    except (OSError, ValueError):
+        return None
+    finally:
+        report.unlink(missing_ok=True)
+    return "output" if isinstance(said, dict) and said.get("broke") == "output" else None
 
 
 def _start(full, cwd, env, errors, preexec, keep: tuple[int, ...]) -> subprocess.Popen:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import vitcourse
 from vitcourse.classroom import sandbox_user as users
+from vitcourse.classroom.sandbox_disk import SLACK_MB
 from vitcourse.classroom.sandbox_memory import SHM_MB, seccomp_filter
 
 INSIDE = Path("/grading")  # where a sandbox finds its files (`in/`) and its output folder (`out/`)
@@ -44,9 +45,13 @@ def command_line(
     env: dict,
     seccomp: int | None = None,
     user: int | None = None,
+    copied: tuple[int, int] | None = None,
 ) -> list[str]:
     """bubblewrap's command line. `user`: the host user the command becomes (the grader is root,
-    see `vitcourse.classroom.sandbox_user`); None: the teacher, as uid 1000 of a user namespace."""
+    see `vitcourse.classroom.sandbox_user`); None: the teacher, as uid 1000 of a user namespace.
+    `copied`: (the descriptor of `out`, the output limit in bytes): /grading/out is then a tmpfs
+    of the sandbox's own, and `vitcourse.classroom.sandbox_out` copies it into `out` after the
+    command (where the grader could not mount a tmpfs on `out` itself)."""
     args = ["bwrap", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     if user is None:
         args += ["--unshare-all", "--uid", "1000", "--gid", "1000"]
@@ -80,7 +85,13 @@ def command_line(
             args += ["--symlink", os.readlink(root), str(root)]
     for source, destination in binds:
         args += ["--ro-bind", source, destination]
-    args += ["--bind", str(out), str(INSIDE / "out")]
+    if copied is None:
+        args += ["--bind", str(out), str(INSIDE / "out")]
+    else:  # the limit plus the slack, as on the grader's tmpfs: breaking the limit shows
+        size = copied[1] + SLACK_MB * 2**20
+        args += ["--perms", "0777", "--size", str(size), "--tmpfs", str(INSIDE / "out")]
+        here = [sys.executable, "-m", "vitcourse.classroom.sandbox_out"]
+        command = [*here, str(copied[0]), str(copied[1]), "--", *command]
     env = dict(env, HOME="/tmp/home", PATH=f"{Path(sys.executable).parent}:/usr/bin:/bin")
     env |= {"TMPDIR": "/tmp", "LANG": "C.UTF-8"}
     for name, value in env.items():
@@ -88,9 +99,13 @@ def command_line(
     return args + ["--chdir", "/tmp/work", "--", *command]
 
 
-def launch(command, given, out, box, env, tmp: Path, user) -> tuple[list[str], tuple]:
+def launch(
+    command, given, out, box, env, tmp: Path, user, held: bool = True
+) -> tuple[list[str], tuple]:
     """The command that starts bubblewrap: its options in a file (`tmp/args`, with the seccomp
-    filter beside it), and the descriptors of those files, to pass to it and close after."""
+    filter beside it), and the descriptors of those files, to pass to it and close after. Where
+    `out` is not `held` to its size by the grader's tmpfs and the sandbox is the teacher's (no
+    `user`), the sandbox holds it in a tmpfs of its own and copies it out (`sandbox_out`)."""
     passwd = tmp / "passwd"
     passwd.write_text(f"student:x:{user or 1000}:{user or 1000}::/tmp/home:/bin/false\n")
     for path in (given, box.package, passwd) if user else ():  # for a user of no group
@@ -101,7 +116,15 @@ def launch(command, given, out, box, env, tmp: Path, user) -> tuple[list[str], t
     if program is not None:
         (tmp / "seccomp").write_bytes(program)
         keep = (os.open(tmp / "seccomp", os.O_RDONLY),)
-    full = command_line(command, box, given, out, passwd, env, keep[0] if keep else None, user)
+    copied = None
+    if not held and user is None:
+        copied = (
+            os.open(out, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW),
+            int(box.output_mb * 2**20),
+        )
+    seccomp = keep[0] if keep else None
+    full = command_line(command, box, given, out, passwd, env, seccomp, user, copied)
+    keep += (copied[0],) if copied else ()
     # Its arguments (the host paths it binds) from a file, not its command line, and no
     # environment of the teacher's: the sandbox's /proc/1 shows neither.
     options = full[1 : full.index("--")]

@@ -2,10 +2,13 @@
 user of its own, on its home), where the grader may mount one: as root, with the right to mount
 (a teacher's machine with sudo; not a container without `CAP_SYS_ADMIN`).
 
-Without it the output folder is a folder on the grader's disk, measured by the poll of
+A teacher who is not root gets the same from bubblewrap's sandbox, which mounts a tmpfs of its
+own and copies its files out after the step (`vitcourse.classroom.sandbox_out`). Elsewhere (a
+user of its own, or bubblewrap's sandbox as root, where the grader may not mount) the output
+folder is a folder on the grader's disk, measured by the poll of
 `vitcourse.classroom.sandbox_watch` every 0.2 s (with what the sandbox's files deleted but kept
 open hold): a step can write past the limit between two polls, as much as the disk takes in that
-time. With it, the kernel refuses every write past the tmpfs's size, files deleted but still open
+time. With a tmpfs, the kernel refuses every write past its size, files deleted but still open
 included. The size is the limit plus `SLACK_MB`, so that the poll still sees the limit broken and
 names it ("output"). A tmpfs's pages are memory: where the sandbox has a cgroup
 (`vitcourse.classroom.sandbox_cgroup`), what it writes there counts towards its memory too.
@@ -42,6 +45,11 @@ POLLED = N_(
     "the grader could not mount a tmpfs here (it needs root, and the right to mount): each "
     "step's output folder was measured by polling it every 0.2 s, and a step could write past "
     "the limit between two polls"
+)
+SANDBOXED = N_(
+    "the grader could not mount a tmpfs here (it is not root), so bubblewrap's sandbox held each "
+    "step's output folder to its size in a tmpfs of its own, files deleted but still open "
+    "included, and its files were copied out after the step"
 )
 
 
@@ -128,6 +136,10 @@ def why_not() -> str | None:
     return None
 
 
-def note() -> str:
-    """How the sandboxes' output is held here, in a sentence for the results."""
+def note(how: str | None = None) -> str:
+    """How the sandboxes' output is held here, in a sentence for the results; `how`, the
+    isolation mode: a teacher's bubblewrap sandbox holds it in a tmpfs of its own where the
+    grader cannot mount one (`vitcourse.classroom.sandbox_out`)."""
+    if why_not() and how == "bubblewrap" and os.geteuid() != 0:
+        return _(SANDBOXED)
     return _(why_not() or HELD)
