@@ -19,7 +19,7 @@ import pytest
 
 from tests.classroom.test_sandbox_disk import BURST, _wrote
 from tests.conftest import need_sandbox
-from vitcourse.classroom import sandbox, sandbox_disk, sandbox_out, sandbox_user
+from vitcourse.classroom import sandbox, sandbox_cgroup, sandbox_disk, sandbox_out, sandbox_user
 from vitcourse.classroom.sandbox_disk import SLACK_MB
 from vitcourse.classroom.sandbox_out import REPORT, Budget, copy_out
 
@@ -90,9 +90,10 @@ def test_the_copy_stops_past_its_entries_bytes_and_depth(tmp_path, monkeypatch):
 @pytest.fixture
 def as_the_teacher(monkeypatch):
     """bubblewrap's sandbox as a teacher who is not root gets it: no tmpfs of the grader's, no
-    user of its own."""
+    cgroup, no user of its own."""
     need_sandbox()
     monkeypatch.setattr(sandbox_disk, "hold", lambda *a, **k: False)
+    monkeypatch.setattr(sandbox_cgroup, "make", lambda box: None)
     monkeypatch.setattr(sandbox_user, "sandbox_user", lambda: None)
 
 
@@ -196,6 +197,39 @@ def test_the_results_say_who_held_the_output(monkeypatch):
     assert sandbox_disk.note(sandbox.BUBBLEWRAP) == sandbox_disk.POLLED
     monkeypatch.setattr(sandbox_disk, "why_not", lambda: None)
     assert sandbox_disk.note(sandbox.BUBBLEWRAP) == sandbox_disk.HELD
+
+
+@pytest.mark.slow
+def test_the_step_starts_its_clock_in_the_sandboxs_own_folder(tmp_path, as_the_teacher):
+    """`started`, written in the sandbox's own tmpfs, is seen: the step's 3 s count from there,
+    not from its start plus the 1 s allowed for imports (2.5 s of them here)."""
+    code = (
+        "import time\ntime.sleep(2.5)\nopen('/grading/out/started', 'w').close()\ntime.sleep(2)\n"
+    )
+    box = sandbox.Box(seconds=3, memory_gb=2, output_mb=8, tmp_mb=4, startup=1)
+    (tmp_path / "in").mkdir()
+    command = [sys.executable, "-c", code]
+    done = sandbox.run(command, tmp_path / "in", tmp_path / "out", box, sandbox.BUBBLEWRAP)
+    assert done.broke is None and done.returncode == 0, done
+
+
+@pytest.mark.slow
+def test_what_the_sandboxs_own_folder_holds_is_memory(tmp_path, as_the_teacher):
+    """350 MB written to the output folder (under a 400 MB output limit) are memory on the
+    sandbox's tmpfs, and break a 0.3 GB memory limit, with no cgroup to count them: the poll
+    counts them."""
+    code = (
+        "import time\n"
+        "with open('/grading/out/big', 'wb') as f:\n"
+        "    for i in range(350):\n"
+        "        f.write(b'x' * 2**20)\n"
+        "time.sleep(3)\n"
+    )
+    box = sandbox.Box(seconds=30, memory_gb=0.3, output_mb=400, tmp_mb=4)
+    (tmp_path / "in").mkdir()
+    command = [sys.executable, "-c", code]
+    done = sandbox.run(command, tmp_path / "in", tmp_path / "out", box, sandbox.BUBBLEWRAP)
+    assert done.broke == "memory", done
 
 
 BURST_CELL = """import os

@@ -276,6 +276,7 @@ def run(
     # Removed with `remove_tree`: what the command left there may be nested past any recursion.
     tmp = Path(tempfile.mkdtemp(prefix="box-", dir=out.parent))
     user = users.sandbox_user() if how != NO_SANDBOX else None
+    inside = how == BUBBLEWRAP and not held and user is None  # the sandbox's tmpfs: `sandbox_out`
     keep: tuple[int, ...] = ()
     group = None
     home, preexec = None, _limit(box, 0 if user else users.tasks_of_this_user())
@@ -299,13 +300,14 @@ def run(
             process = _start(full, cwd, process_env, errors, preexec, keep)
             try:
                 own = user if how == OWN_USER else None
-                broke = watch(process, box, out, errors, how == BUBBLEWRAP, own, home, group)
+                wrapped = how == BUBBLEWRAP
+                broke = watch(process, box, out, errors, wrapped, own, home, group, inside)
             finally:
                 if how == OWN_USER:  # whatever it left running or in the shared folders
                     users.clear_up(user)
             if held and broke is None and disk.used(out) > box.output_mb * 2**20:
                 broke = "output"  # past the limit, within the tmpfs's slack, between two polls
-            if how == BUBBLEWRAP and not held and user is None:  # the sandbox's tmpfs, copied
+            if inside:  # the sandbox's tmpfs, copied out
                 broke = broke or copied_out(out)
             errors.seek(max(0, errors.seek(0, os.SEEK_END) - 20_000))
             stderr = errors.read().decode(errors="replace")

@@ -103,8 +103,9 @@ def install_filter(program: bytes):
     return install
 
 
-def tmpfs_bytes(pids: list[int]) -> int:
-    """What a sandbox holds in its /tmp and /dev/shm: memory too, though no process's resident
+def tmpfs_bytes(pids: list[int], folders: tuple[str, ...] = ("tmp", "dev/shm")) -> int:
+    """What a sandbox holds in its /tmp and /dev/shm (and other `folders` of its own, such as the
+    output tmpfs of `vitcourse.classroom.sandbox_out`): memory too, though no process's resident
     memory counts it. Seen through a sandboxed process's root (the first is bubblewrap's, outside)."""
     total, host = 0, set()
     for folder in ("/", "/tmp", "/dev/shm"):  # while bubblewrap sets up, its root is still ours
@@ -113,7 +114,7 @@ def tmpfs_bytes(pids: list[int]) -> int:
         except OSError:
             pass
     for pid in pids[1:2]:
-        for folder in ("tmp", "dev/shm"):
+        for folder in folders:
             try:
                 if os.stat(f"/proc/{pid}/root/{folder}").st_dev in host:
                     continue

@@ -5,16 +5,17 @@ command, runs the step and then copies what the step left there into the grader'
 
     python -m vitcourse.classroom.sandbox_out FD LIMIT -- python -m vitcourse...
 
-FD is the grader's output folder, open: no bind names it, so it is the only way out of the
-sandbox, and only this program holds it. Before the step starts, this process is made
-non-dumpable (the step, though the same user, can reach it neither through /proc/<pid>/fd nor by
-ptrace), and the step starts without the descriptor. When the step ends, every other process in
-the sandbox is killed, so that nothing writes while the copy reads. The copy takes folders and
-regular files only (a link, a pipe or a device is left behind), opens nothing through a link,
-and stops past `MAX_ENTRIES`, `MAX_DEPTH` or the output limit's bytes (a file's hard links and a
-sparse file's holes take no room on the tmpfs, but would in the copy). Last it writes `REPORT`
-beside them, which `sandbox.run` reads and removes: the bytes the tmpfs held, what was copied,
-and whether the step broke the output limit ("output"). A step that kills this program loses its output, and only its own.
+FD is the grader's output folder, open: no bind names it, so it is the only way out of the sandbox,
+and only this program holds it. Before the step starts, this process is made non-dumpable (the step,
+though the same user, can reach it neither through /proc/<pid>/fd nor by ptrace), and the step
+starts without the descriptor. When the step ends, every other process in the sandbox is killed, so
+that nothing writes while the copy reads. The copy takes folders and regular files only (a link, a
+pipe or a device is left behind), opens nothing through a link, and stops past `MAX_ENTRIES`,
+`MAX_DEPTH` or the output limit's bytes (a file's hard links and a sparse file's holes take no room
+on the tmpfs, but would in the copy). Last it writes `REPORT` beside them, which `sandbox.run` reads
+and removes: the bytes the tmpfs held, what was copied, and whether the step broke the output limit
+("output"). A step that kills this program loses its output, and only its own. The tmpfs's pages are
+memory: `sandbox_watch` counts them towards the step's memory, with its /tmp.
 """
 
 from __future__ import annotations

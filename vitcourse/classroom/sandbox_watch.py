@@ -80,6 +80,14 @@ def kill(process: subprocess.Popen) -> None:
     process.wait()
 
 
+def _started(out: Path, pids: list[int], inside: bool) -> bool:
+    """Whether the step wrote `started` in its output folder (in the sandbox's own, seen through
+    its first process's root, where the folder is `inside`)."""
+    if inside:
+        return any(os.path.lexists(f"/proc/{pid}/root/grading/out/started") for pid in pids[1:2])
+    return os.path.lexists(out / "started")
+
+
 def watch(
     process: subprocess.Popen,
     box,
@@ -89,6 +97,7 @@ def watch(
     own_user: int | None = None,
     home: Path | None = None,
     group=None,
+    inside: bool = False,
 ) -> str | None:
     """Poll the command until it ends; kill it all when it breaks a limit of `box` (the sandbox's
     `Box`), and say which. The wall time counts from when it starts, plus `box.startup` until its
@@ -98,7 +107,9 @@ def watch(
     process group too), and so do its files in the shared temporary folders (as memory) and its
     home (as output). In bubblewrap's sandbox (`bubblewrap`), its private /tmp is memory. In a
     cgroup (`group`, `vitcourse.classroom.sandbox_cgroup`), the kernel limits the memory too: a
-    process it killed for memory breaks the limit, even after the command ended."""
+    process it killed for memory breaks the limit, even after the command ended. Where the output
+    folder is the sandbox's own tmpfs (`inside`: `vitcourse.classroom.sandbox_out`), `started` is
+    looked for there, and what it holds is memory too (the kernel holds it to its size)."""
     start = time.monotonic()
     started = None
     while process.poll() is None:
@@ -109,7 +120,7 @@ def watch(
             shared, strays = users.shared_bytes(own_user)
         broke = None
         now = time.monotonic()
-        if started is None and box.startup and os.path.lexists(out / "started"):
+        if started is None and box.startup and _started(out, pids, inside):
             started = now
         used, entries = folder_usage(out)
         used += deleted_bytes(pids)  # deleted, kept open: in no folder
@@ -117,7 +128,7 @@ def watch(
             home_used, home_entries = folder_usage(home)
             used, entries = used + home_used, entries + home_entries
         if bubblewrap:
-            shared = tmpfs_bytes(pids)
+            shared = tmpfs_bytes(pids, ("tmp", "dev/shm", *(("grading/out",) if inside else ())))
         if now > (started or start + box.startup) + box.seconds:
             broke = "time"
         elif group is not None and group.killed():
