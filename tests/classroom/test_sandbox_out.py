@@ -179,6 +179,7 @@ def test_hard_links_copy_no_more_than_the_limit(tmp_path, as_the_teacher):
     assert done.broke == "output", done
     copied = sum(p.stat().st_size for p in (tmp_path / "out").rglob("*") if p.is_file())
     assert copied <= 8 * 2**20
+    assert not (tmp_path / "out" / REPORT).exists()  # read and removed, whatever broke
 
 
 @pytest.mark.slow

@@ -307,8 +307,9 @@ def run(
                     users.clear_up(user)
             if held and broke is None and disk.used(out) > box.output_mb * 2**20:
                 broke = "output"  # past the limit, within the tmpfs's slack, between two polls
-            if inside:  # the sandbox's tmpfs, copied out
-                broke = broke or copied_out(out)
+            if inside:  # the sandbox's tmpfs, copied out: its report read and removed always
+                copied = copied_out(out)
+                broke = broke or copied
             errors.seek(max(0, errors.seek(0, os.SEEK_END) - 20_000))
             stderr = errors.read().decode(errors="replace")
     finally:
