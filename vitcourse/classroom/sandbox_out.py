@@ -89,27 +89,30 @@ class Budget:
 def copy_out(source: int, target: int, budget: Budget, depth: int = 0) -> None:
     """Copy the folders and regular files of the open folder `source` into the open folder
     `target`, following no link, within `budget` (`_TooMany` past it, or past `MAX_DEPTH`)."""
-    with os.scandir(source) as entries:
-        listed = list(entries)
-    for entry in listed:
-        if depth == 0 and entry.name == REPORT:
-            continue
-        budget.take(entries=1)
-        if entry.is_dir(follow_symlinks=False):
-            if depth + 1 > MAX_DEPTH:
-                raise _TooMany
-            os.mkdir(entry.name, 0o755, dir_fd=target)
-            inner = os.open(entry.name, _FOLDER, dir_fd=source)
+    with os.scandir(source) as entries:  # one at a time: a folder may hold millions of names
+        for entry in entries:
+            if depth == 0 and entry.name == REPORT:
+                continue
+            budget.take(entries=1)
+            _copy_entry(entry, source, target, budget, depth)
+
+
+def _copy_entry(entry: os.DirEntry, source: int, target: int, budget: Budget, depth: int) -> None:
+    if entry.is_dir(follow_symlinks=False):
+        if depth + 1 > MAX_DEPTH:
+            raise _TooMany
+        os.mkdir(entry.name, 0o755, dir_fd=target)
+        inner = os.open(entry.name, _FOLDER, dir_fd=source)
+        try:
+            there = os.open(entry.name, _FOLDER, dir_fd=target)
             try:
-                there = os.open(entry.name, _FOLDER, dir_fd=target)
-                try:
-                    copy_out(inner, there, budget, depth + 1)
-                finally:
-                    os.close(there)
+                copy_out(inner, there, budget, depth + 1)
             finally:
-                os.close(inner)
-        elif entry.is_file(follow_symlinks=False):
-            _copy_file(entry.name, source, target, budget)
+                os.close(there)
+        finally:
+            os.close(inner)
+    elif entry.is_file(follow_symlinks=False):
+        _copy_file(entry.name, source, target, budget)
 
 
 def _copy_file(name: str, source: int, target: int, budget: Budget) -> None:
