@@ -340,7 +340,7 @@ def test_shifted_accuracy_is_the_accuracy_on_the_shifted_images():
         images[b, 0, 0, column] = 1.0
     labels = torch.tensor([0, 0, 1, 1])
     model = LeftOrRight().train()
-    accuracies = shifted_accuracy(model, images, labels, [0, 1, 2, -4], batch_size=3)
+    accuracies = shifted_accuracy(model, images, labels, [0, 1, 2, -4], fill=0.0, batch_size=3)
     expected = []
     for pixels in (0, 1, 2, -4):
         guess = model(shift(images, pixels)).argmax(-1)
@@ -348,7 +348,7 @@ def test_shifted_accuracy_is_the_accuracy_on_the_shifted_images():
     assert accuracies == expected == [1.0, 1.0, 0.5, 0.5]  # two bright pixels leave at 2
     assert model.training  # left as it was
     with pytest.raises(ValueError, match=r"labels \(B,\), got shapes \(4, 1, 2, 10\) and \(3,\)"):
-        shifted_accuracy(model, images, labels[:3], [0])
+        shifted_accuracy(model, images, labels[:3], [0], fill=0.0)
 
 
 def test_flops_per_image_counts_a_multiply_add_as_two_and_leaves_the_model_in_eval():

@@ -237,11 +237,14 @@ def shifted_accuracy(
     images: torch.Tensor,
     labels: torch.Tensor,
     shifts: Sequence[int],
-    fill: float | Sequence[float] = 0.0,
+    *,
+    fill: float | Sequence[float],
     batch_size: int = 500,
 ) -> list[float]:
     """The model's accuracy on `images` (B, C, H, W) with `labels` (B,), each image moved by
-    `shift` (a real shift, `fill` coming in) for each of `shifts`: one accuracy per shift."""
+    `shift` (a real shift, `fill` coming in) for each of `shifts`: one accuracy per shift. `fill`
+    is the background in the images' normalisation, and has no default: 0 is the mean pixel there
+    (see `shift`)."""
     if images.ndim != 4 or labels.shape != images.shape[:1]:
         message = _(
             "expected images (B, C, H, W) and labels (B,), got shapes {images} and {labels}"

@@ -1,7 +1,7 @@
 """Distillation: a ViT learns from a trained CNN as well as from the labels (DeiT, notebook 09).
 
 Touvron et al. 2021 ("Training data-efficient image transformers & distillation through
-attention", DeiT) trained ViTs on ImageNet alone, without the ViT paper's 300 million extra
+attention", DeiT) trained ViTs on ImageNet alone, without the ViT paper's 303 million extra
 images, partly by distilling from a CNN teacher (section 4). The student (`vitcourse.deit.
 DistilledViT`) has two tokens that classify: the cls token learns from the labels, the
 distillation token from the teacher. The teacher is frozen; it only answers. DeiT found a CNN
