@@ -14,9 +14,11 @@ on the same images of --dataset (default fashion-mnist-scrambled: `vitcourse.scr
 The budget is the same for every model: --minutes of training (the default, 3), or --epochs
 passes over the training images (equal passes: the same images seen, whatever each step costs).
 A `Timeline` measures each model's accuracy on 2,000 validation images every 10 s of training
-(paused time), and the same images are measured after every pass. Each model's FLOPs for one
-image (forward pass, `analysis.flops_per_image`) and its steps are recorded. Each seed ends with
-one line:
+(paused time; every 60 s with --epochs, where the curve is the measurement after each pass), and
+the same images are measured after every pass. Each model's FLOPs for one
+image (forward pass, `analysis.flops_per_image`) and its steps are recorded. The CNN trains in
+channels-last memory layout: the same arithmetic as the default layout (equal to 1e-14 in float64),
+about 1.3 times faster a step on a CPU; each run records its layout. Each seed ends with one line:
 
     vit 86.3% cnn 85.4% mlp 90.0% (fashion-mnist-scrambled, 3 minutes, seed 2)
 
@@ -91,7 +93,10 @@ def race_model(kind: str, info: DatasetInfo, budget: dict, seed: int) -> dict:
     loaders = loaders._replace(val=DataLoader(val, batch_size=500))
     model = build(kind, info)
     flops = flops_per_image(model)
-    timeline = Timeline(loaders.val, every_seconds=10)
+    layout = torch.channels_last if kind == "cnn" else torch.contiguous_format
+    model = model.to(memory_format=layout)  # the CNN: the same sums, in a faster order on a CPU
+    every = 60 if "epochs" in budget else 10  # passes: the measurement after each pass is the curve
+    timeline = Timeline(loaders.val, every_seconds=every)
     trainer = Trainer(model, loaders, TrainConfig(**budget, seed=seed), [timeline])
     trainer.fit()
     return {
@@ -99,6 +104,7 @@ def race_model(kind: str, info: DatasetInfo, budget: dict, seed: int) -> dict:
         "seed": seed,
         "parameters": model.num_parameters(),
         "flops": flops,
+        "memory_format": str(layout).removeprefix("torch."),
         "curve": timeline.points,  # (seconds of training, validation accuracy)
         "passes": [[r["epoch"], r["steps"], r["val_acc"]] for r in trainer.history.epochs],
         "steps": trainer.steps_done,

@@ -171,6 +171,8 @@ def test_vit_wins_races_every_model_per_seed_and_ends_with_its_line(tmp_path, ca
     flops = [r["flops"] for r in results[:3]]
     assert flops[2] < flops[0] < flops[1]  # the MLP is cheapest, the CNN dearest, per image
     assert flops[2] == 2 * (784 * 384 + 384 * 384 + 384 * 10)  # a multiply-add is 2
+    layouts = [r["memory_format"] for r in results[:3]]
+    assert layouts == ["contiguous_format", "channels_last", "contiguous_format"]  # the CNN's
     for r in results:
         assert r["steps"] > 0 and 0 <= r["test_acc"] <= 1 and r["curve"][0][0] == 0
         assert r["steps_per_pass"] == results[0]["steps_per_pass"] > 0  # the same images
