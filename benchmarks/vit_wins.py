@@ -17,8 +17,8 @@ A `Timeline` measures each model's accuracy on 2,000 validation images every 10 
 (paused time; every 60 s with --epochs, where the curve is the measurement after each pass), and
 the same images are measured after every pass. Each model's FLOPs for one image (forward pass,
 `analysis.flops_per_image`) and its steps are recorded. The CNN trains in channels-last memory
-layout: the same arithmetic as the default layout (equal to 1e-14 in float64), about 1.3 times
-faster a step on a CPU; each run records its layout. Each seed ends with one line:
+layout: the same arithmetic as the default layout (equal to 1e-14 in float64), 1.31 times faster
+a step on our 2-core CPU (benchmarks/README.md); each run records its layout. Each seed ends with one line:
 
     vit 86.3% cnn 85.4% mlp 90.0% (fashion-mnist-scrambled, 3 minutes, seed 2)
 
