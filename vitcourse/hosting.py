@@ -94,10 +94,10 @@ COURSE_FILES = {
         "a5ec4bfdd38d3cec2889cc3937007cc10290156a6932d880478e4b06287c1772"
     ),
     "trained/vit_wins_fashion-mnist-scrambled_15-passes.json": (
-        "3ce4064db6513b95b9e9be1a715c7a5366b5790ea9af722b238c2ab5fb03e848"
+        "c690fa2d11f50bfd0051e8e312e5eae2b4a6b76940d994ad6dee4ec4e0485227"
     ),
     "trained/vit_wins_fashion-mnist_15-passes.json": (
-        "b0be6fb1a5ba14f1f429dc6c9782780f3e41216c007eea029d3b7ada64a0feb2"
+        "31cacd489c4102acb3e7ca69e56850921254fe5a0d555c4960e47cf89e9b263e"
     ),
     "trained/when_vits_win_fashion-mnist.json": (
         "90b0231ee39947ccd38bfd547d2a6e5becf8cfbcdf9c91f31374f3949b67d836"
