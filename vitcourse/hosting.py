@@ -94,10 +94,10 @@ COURSE_FILES = {
         "a5ec4bfdd38d3cec2889cc3937007cc10290156a6932d880478e4b06287c1772"
     ),
     "trained/vit_wins_fashion-mnist-scrambled_15-passes.json": (
-        "c690fa2d11f50bfd0051e8e312e5eae2b4a6b76940d994ad6dee4ec4e0485227"
+        "6cc596db7ff8a82b1162662c240bd5fe51888649faa7919bfdba9395847f5b8a"
     ),
     "trained/vit_wins_fashion-mnist_15-passes.json": (
-        "31cacd489c4102acb3e7ca69e56850921254fe5a0d555c4960e47cf89e9b263e"
+        "2ff12d59a49cf9a178a4148ccd6fd3bde57ab701f73539f5dd9890572f111e77"
     ),
     "trained/when_vits_win_fashion-mnist.json": (
         "90b0231ee39947ccd38bfd547d2a6e5becf8cfbcdf9c91f31374f3949b67d836"
