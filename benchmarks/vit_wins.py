@@ -206,7 +206,10 @@ def main(argv: list[str] | None = None) -> list[dict]:
     name = info.name + (f" in {args.squares} x {args.squares} squares" if args.squares else "")
     budget = {"epochs": args.epochs} if args.epochs else {"minutes": args.minutes or 3.0}
     said = f"{args.epochs} passes" if args.epochs else f"{budget['minutes']:g} minutes"
-    machine = f"{os.cpu_count()} CPUs, {torch.get_num_threads()} threads, {pick_device()}"
+    threads = torch.get_num_threads()
+    machine = (
+        f"{os.cpu_count()} CPUs, {threads} thread{'' if threads == 1 else 's'}, {pick_device()}"
+    )
     results = []
     for seed in args.seed:
         runs = [race_model(kind, info, budget, seed) for kind in args.models]

@@ -163,6 +163,7 @@ def test_vit_wins_races_every_model_per_seed_and_ends_with_its_line(tmp_path, ca
     assert saved["results"] == json.loads(json.dumps(results))  # what it measured, as JSON
     assert saved["dataset"] == "fashion-mnist-scrambled"
     assert (saved["minutes"], saved["epochs"]) == (0.02, None)
+    assert re.fullmatch(r"\d+ CPUs, (1 thread|([02-9]|\d\d+) threads), \w+", saved["machine"])
     assert [(r["model"], r["seed"]) for r in results] == [
         (kind, seed) for seed in (3, 4) for kind in ("vit", "cnn", "mlp")
     ]
